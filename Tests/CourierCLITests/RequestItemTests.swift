@@ -1,4 +1,5 @@
 @testable import CourierCLI
+import CourierTesting
 import Foundation
 import Testing
 
@@ -79,5 +80,36 @@ struct RawJSONInFormsTests {
         #expect(multipart.output.contains("name=\"n\"\r\n\r\n42\r\n"), "\(multipart.output)")
         #expect(try RequestBuilder.formText(ofJSON: #""é\n""#, name: "a") == "é\n")
         #expect(throws: CLIFailure.self) { try RequestBuilder.formText(ofJSON: "null", name: "a") }
+    }
+}
+
+/// HTTPie's "request data from a filename" (https://httpie.io/docs/cli/request-data-from-a-filename).
+@Suite("CLI: @file as the body")
+struct BodyFileTests {
+    /// `@data.xml` was refused: "has no name before its separator" (64).
+    @Test("@path sends the file as the body, labelled by its extension; it takes no other data item")
+    func fileIsTheBody() async throws {
+        #expect(try RequestItem(parsing: "@~/data.bin;type=application/pdf")
+            == .bodyFile(path: NSString(string: "~/data.bin").expandingTildeInPath, mimeType: "application/pdf"))
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("data.xml")
+        try Data("<a/>".utf8).write(to: file)
+        let offline = try await CLIRunner.run(["--offline", "example.com/up", "@\(file.path)"])
+        #expect(offline.status == 0, "\(offline.standardError)")
+        #expect(offline.output.hasPrefix("POST /up HTTP/1.1\n"), "\(offline.output)")
+        #expect(offline.output.contains("\nContent-Type: application/xml\n"), "\(offline.output)")
+        #expect(offline.output.contains("\nContent-Length: 4\n"), "\(offline.output)")
+        #expect(offline.output.hasSuffix("\n\n<a/>\n\n"), "\(offline.output)")
+        try await TestServer.withServer { server in
+            let sent = try await CLIRunner.run(["PUT", server.url("/put").absoluteString, "@\(file.path)"])
+            #expect(sent.status == 0, "\(sent.standardError)")
+            let echo = try jsonObject(sent)
+            #expect(echo["data"] as? String == "<a/>")
+            #expect((echo["headers"] as? [String: String])?["Content-Type"] == "application/xml")
+        }
+        let mixed = try await CLIRunner.run(["--offline", "example.com/up", "@\(file.path)", "a=b"])
+        #expect(mixed.status == 64)
+        #expect(mixed.standardError.hasPrefix("courier: error: @file is the whole body"), "\(mixed.standardError)")
     }
 }

@@ -11,6 +11,8 @@ struct BuiltRequest: Sendable {
         case multipart
         /// Standard input's bytes, as they came (``StandardInput``): in memory, or streamed when large.
         case standardInput
+        /// A file's bytes (`@path`), streamed from disk.
+        case file
     }
 
     var request: Request
@@ -71,18 +73,22 @@ struct RequestBuilder {
                         }
                     }
                 }
-            case .json, .form, .none, .standardInput:
+            case .json, .form, .none, .standardInput, .file:
                 request = try serializer.request(method: method, urlString: urlString, parameters: nil)
                 // Standard input's bytes are labelled as HTTPie labels them: JSON unless --form (a
                 // `Content-Type:` item overrides either).
                 let labelledJSON = kind == .json || (kind == .standardInput && !self.command.form)
-                if labelledJSON || self.command.json {
+                if labelledJSON || kind == .file || self.command.json {
                     request.setValue("application/json, */*;q=0.5", forHTTPHeaderField: "Accept")
                 }
                 switch kind {
                 case .json: request.body = .data(try self.jsonBody())
                 case .form: request.body = .data(Data(try self.formBody().utf8))
                 case .standardInput: request.body = self.input ?? .empty
+                case .file:
+                    let file = try self.fileBody()
+                    request.body = file.body
+                    request.setValue(file.contentType, forHTTPHeaderField: "Content-Type")
                 case .none, .multipart: break
                 }
                 if labelledJSON {
@@ -189,10 +195,32 @@ struct RequestBuilder {
         return ![.get, .head, .delete, .options, .trace, .connect].contains(method)
     }
 
+    /// `@path`'s file as the body, and its `Content-Type`: the item's `;type=`, else the type its
+    /// extension names (as for a file field), else JSON, as HTTPie labels it.
+    private func fileBody() throws(CLIFailure) -> (body: RequestBody, contentType: String) {
+        for case .bodyFile(let path, let mimeType) in self.invocation.items {
+            try InputFile.checkReadable(path)
+            let url = URL(fileURLWithPath: path)
+            let guessed = url.pathExtension.isEmpty ? nil : MultipartFormData.mimeType(forPathExtension: url.pathExtension)
+            return (RequestBody.file(url), mimeType ?? guessed ?? "application/json")
+        }
+        return (RequestBody.empty, "application/json")
+    }
+
     /// JSON unless `--form` or `--multipart` say otherwise; any file item makes it multipart.
-    /// Standard input's bytes are the whole body; `--multipart` with them is a usage error.
+    /// Standard input's bytes, or the file of an `@path` item, are the whole body; `--multipart`
+    /// with them, or data items beside `@path`, are a usage error.
     private func bodyKind() throws(CLIFailure) -> BuiltRequest.BodyKind {
         let items = self.invocation.items
+        if items.contains(where: { if case .bodyFile = $0 { true } else { false } }) {
+            guard items.filter(\.isData).count == 1 else {
+                throw CLIFailure.usage("@file is the whole body: it cannot go with data fields, file fields or another @file")
+            }
+            guard !self.command.form, !self.command.multipart else {
+                throw CLIFailure.usage("@file is the whole body: it cannot be a form (--form, --multipart)")
+            }
+            return .file
+        }
         if self.input != nil {
             if self.command.multipart {
                 throw CLIFailure.usage("a body from standard input cannot be a multipart form; --ignore-stdin leaves standard input alone")
@@ -260,7 +288,7 @@ struct RequestBuilder {
                 fields.append(DataField(name: name, value: .json(json)))
             case .file(let name, let path, let mimeType):
                 fields.append(DataField(name: name, value: .file(URL(fileURLWithPath: path), mimeType: mimeType)))
-            case .query, .queryFromFile, .header, .emptyHeader, .headerFromFile:
+            case .query, .queryFromFile, .header, .emptyHeader, .headerFromFile, .bodyFile:
                 break
             }
         }

@@ -28,11 +28,14 @@ enum RequestItem: Equatable, Sendable {
     case headerFromFile(name: String, path: String)
     /// `field@path` or `field@path;type=mime`: a file, which makes the request multipart.
     case file(name: String, path: String, mimeType: String?)
+    /// `@path` or `@path;type=mime` (no name): the file is the whole body, as HTTPie's "request
+    /// data from a filename".
+    case bodyFile(path: String, mimeType: String?)
 
     /// Whether the item puts something in the body.
     var isData: Bool {
         switch self {
-        case .field, .fieldFromFile, .rawJSON, .rawJSONFromFile, .file: true
+        case .field, .fieldFromFile, .rawJSON, .rawJSONFromFile, .file, .bodyFile: true
         case .query, .queryFromFile, .header, .emptyHeader, .headerFromFile: false
         }
     }
@@ -43,7 +46,7 @@ enum RequestItem: Equatable, Sendable {
         ("=@", .fieldFromFile), ("=", .field), (":", .header), (";", .emptyHeader), ("@", .file),
     ]
 
-    private enum Kind {
+    private enum Kind: Equatable {
         case query, queryFromFile, field, fieldFromFile, rawJSON, rawJSONFromFile, header, emptyHeader, headerFromFile, file
     }
 
@@ -109,6 +112,11 @@ enum RequestItem: Equatable, Sendable {
     }
 
     private static func make(_ kind: Kind, name: String, value: String, word: String) throws(CLIFailure) -> RequestItem {
+        if kind == .file, name.isEmpty {
+            guard !value.isEmpty else { throw CLIFailure.usage("'\(word)' names no file after '@'") }
+            let (path, mimeType) = try Self.pathAndType(value, word: word)
+            return .bodyFile(path: path, mimeType: mimeType)
+        }
         guard !name.isEmpty else { throw CLIFailure.usage("'\(word)' has no name before its separator") }
         switch kind {
         case .query: return .query(name: name, value: value)
@@ -140,13 +148,17 @@ enum RequestItem: Equatable, Sendable {
             return .headerFromFile(name: name, path: Self.expandingTilde(value))
         case .file:
             guard !value.isEmpty else { throw CLIFailure.usage("'\(word)' names no file after '@'") }
-            if let range = value.range(of: ";type=") {
-                let mime = String(value[range.upperBound...])
-                guard !mime.isEmpty else { throw CLIFailure.usage("'\(word)' has an empty ';type='") }
-                return .file(name: name, path: Self.expandingTilde(String(value[..<range.lowerBound])), mimeType: mime)
-            }
-            return .file(name: name, path: Self.expandingTilde(value), mimeType: nil)
+            let (path, mimeType) = try Self.pathAndType(value, word: word)
+            return .file(name: name, path: path, mimeType: mimeType)
         }
+    }
+
+    /// `path` or `path;type=mime`, the path's `~` expanded.
+    private static func pathAndType(_ value: String, word: String) throws(CLIFailure) -> (path: String, mimeType: String?) {
+        guard let range = value.range(of: ";type=") else { return (Self.expandingTilde(value), nil) }
+        let mime = String(value[range.upperBound...])
+        guard !mime.isEmpty else { throw CLIFailure.usage("'\(word)' has an empty ';type='") }
+        return (Self.expandingTilde(String(value[..<range.lowerBound])), mime)
     }
 
     /// A file path as HTTPie opens it: a `~` or `~user` that starts it names that home folder. A

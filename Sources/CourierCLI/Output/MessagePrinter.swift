@@ -165,12 +165,13 @@ struct MessagePrinter {
         return port == defaultPort ? host : "\(host):\(port)"
     }
 
-    /// The body's bytes for display: data as it is, a multipart form written out through the
-    /// serializer (files included), nothing for an empty body.
+    /// The body's bytes for display: data as it is, a file's contents (`@path`), a multipart form
+    /// written out through the serializer (files included), nothing for an empty body.
     static func bodyBytes(of built: BuiltRequest) async throws -> Data? {
         let request = built.request
         if let data = request.body.data { return data.isEmpty ? nil : data }
         guard !request.body.isEmpty else { return nil }
+        if built.bodyKind == .file, let file = request.body.fileURL { return FileManager.default.contents(atPath: file.path) }
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("courier-body-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: file) }
         do {
