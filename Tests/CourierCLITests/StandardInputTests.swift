@@ -50,6 +50,9 @@ struct StandardInputTests {
             let ignored = try jsonObject(try await CLIRunner.run(["--ignore-stdin", "POST", url], input: "not a body"))
             #expect(ignored["method"] as? String == "POST")
             #expect(ignored["data"] as? String == "")
+            // HTTPie's short spelling (an unknown option before).
+            let short = try jsonObject(try await CLIRunner.run(["-I", "POST", url], input: "not a body"))
+            #expect(short["data"] as? String == "")
         }
     }
 

@@ -113,6 +113,9 @@ struct TLSTests {
 
             let accepted = try await CLIRunner.run(["--cacert", root.path, "--cert", cert.path, "--key", key.path, url])
             #expect(accepted.status == 0, "\(accepted.standardError)")
+            // HTTPie's spelling of --key (an unknown option before).
+            let httpie = try await CLIRunner.run(["--cacert", root.path, "--cert", cert.path, "--cert-key", key.path, url])
+            #expect(httpie.status == 0, "\(httpie.standardError)")
             let refused = try await CLIRunner.run(["--cacert", root.path, url])
             #expect(refused.status == 1)
             #expect(refused.errorLines.count == 1)

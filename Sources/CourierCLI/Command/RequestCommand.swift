@@ -63,10 +63,12 @@ struct RequestCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Client certificate (PEM) for mutual TLS.", valueName: "file"))
     var cert: String?
 
-    @Option(name: .long, help: ArgumentHelp("Private key (PEM) of --cert.", valueName: "file"))
+    @Option(name: [.long, .customLong("cert-key")], help: ArgumentHelp("Private key (PEM) of --cert (HTTPie's --cert-key).", valueName: "file"))
     var key: String?
 
-    @Option(name: .long, help: ArgumentHelp("The passphrase of an encrypted --key (curl's --pass).", valueName: "phrase"))
+    @Option(
+        name: [.long, .customLong("cert-key-pass")],
+        help: ArgumentHelp("The passphrase of an encrypted --key (curl's --pass, HTTPie's --cert-key-pass).", valueName: "phrase"))
     var pass: String?
 
     @Option(
@@ -95,7 +97,7 @@ struct RequestCommand: AsyncParsableCommand {
     @Flag(name: .customLong("check-status"), help: "Exit 3, 4 or 5 for a 3xx (without --follow), 4xx or 5xx response.")
     var checkStatus = false
 
-    @Flag(name: .customLong("ignore-stdin"), help: "Do not read standard input as the body (read when it is not a terminal and the named method carries a body).")
+    @Flag(name: [.customShort("I"), .customLong("ignore-stdin")], help: "Do not read standard input as the body (read when it is not a terminal and the named method carries a body).")
     var ignoreStdin = false
 
     @Flag(name: .long, help: "Print the request without sending it.")
