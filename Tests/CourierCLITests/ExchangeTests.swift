@@ -155,6 +155,22 @@ struct ExchangeTests {
         }
     }
 
+    /// HTTPie's `--output` without `--download` replaces standard output; it was refused (64).
+    @Test("-o without --download writes the output to the file")
+    func outputWithoutDownload() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let target = folder.appendingPathComponent("out.json")
+        try Data("old contents, longer than the new ones will be".utf8).write(to: target)
+        try await TestServer.withServer { server in
+            let result = try await CLIRunner.run(["-o", target.path, server.url("/get").absoluteString])
+            #expect(result.status == 0, "\(result.standardError)")
+            #expect(result.standardOutput.isEmpty)
+            let echo = try JSONSerialization.jsonObject(with: Data(contentsOf: target)) as? [String: Any]
+            #expect(echo?["url"] as? String == server.url("/get").absoluteString)
+        }
+    }
+
     @Test("--verbose --follow shows the request that got the response, after the URL it was redirected from")
     func verboseFollowShowsTheLastRequest() async throws {
         try await TestServer.withServer { server in

@@ -79,7 +79,9 @@ struct RequestCommand: AsyncParsableCommand {
     @Flag(name: [.customShort("d"), .long], help: "Save the body to a file, with a progress bar on a terminal; follows redirects.")
     var download = false
 
-    @Option(name: [.customShort("o"), .long], help: ArgumentHelp("The file --download writes.", valueName: "file"))
+    @Option(
+        name: [.customShort("o"), .long],
+        help: ArgumentHelp("The file --download writes; without --download, what would go to standard output goes there.", valueName: "file"))
     var output: String?
 
     @Flag(name: [.customShort("c"), .customLong("continue")], help: "With --download -o: resume a partial file.")
@@ -149,6 +151,18 @@ struct RequestCommand: AsyncParsableCommand {
         return table
     }
 
+    /// HTTPie's `--output` without `--download`: standard output becomes the file (created, or
+    /// emptied, as curl opens its `-o`), so everything that would go there (the body, or what
+    /// `--verbose`, `--offline` or `--curl` print) goes to the file, without colours.
+    private static func redirectStandardOutput(to path: String) throws(CLIFailure) {
+        let descriptor = Foundation.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
+        guard descriptor >= 0 else { throw CLIFailure(.failure, "cannot create '\(path)': \(String(cString: strerror(errno)))") }
+        defer { close(descriptor) }
+        guard dup2(descriptor, STDOUT_FILENO) >= 0 else {
+            throw CLIFailure(.failure, "cannot write to '\(path)': \(String(cString: strerror(errno)))")
+        }
+    }
+
     private static func isIPAddress(_ text: String) -> Bool {
         var literal = Substring(text)
         if literal.hasPrefix("["), literal.hasSuffix("]") { literal = literal.dropFirst().dropLast() }
@@ -165,7 +179,6 @@ struct RequestCommand: AsyncParsableCommand {
         if self.resume && (self.output == nil || !self.download) {
             throw ValidationError("--continue needs --download and -o FILE")
         }
-        if self.output != nil && !self.download { throw ValidationError("-o/--output needs --download") }
         if (self.cert == nil) != (self.key == nil) { throw ValidationError("--cert and --key go together") }
         if self.pass != nil && self.key == nil { throw ValidationError("--pass is the passphrase of --key") }
         if self.auth != nil && self.bearer != nil { throw ValidationError("choose one of --auth and --bearer") }
@@ -174,6 +187,7 @@ struct RequestCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if let output = self.output, !self.download { try Self.redirectStandardOutput(to: output) }
         let invocation = try Invocation(parsing: self.words)
         // Streamed when large, unless it is only shown (`--offline`, `--curl`).
         let input = RequestBuilder.readsStandardInput(command: self, invocation: invocation)
