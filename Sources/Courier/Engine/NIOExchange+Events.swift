@@ -59,7 +59,7 @@ extension NIOExchange {
                 policy: state.request.options.redirectPolicy ?? self.engine.configuration.redirectPolicy,
                 redirectCount: state.redirectCount,
                 visitedURLs: state.visitedURLs,
-                proxy: self.engine.proxy(carrying:)
+                routes: self.engine
             )
             return (state.request, step)
         }

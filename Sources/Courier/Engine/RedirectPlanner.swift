@@ -43,20 +43,20 @@ public enum RedirectPlanner {
         redirectCount: Int,
         visitedURLs: Set<String>
     ) -> RedirectStep {
-        self.step(for: response, request: request, policy: policy, redirectCount: redirectCount, visitedURLs: visitedURLs, proxy: nil)
+        self.step(for: response, request: request, policy: policy, redirectCount: redirectCount, visitedURLs: visitedURLs, routes: nil as NIOEngine?)
     }
 
-    /// The step, for an engine that knows which proxy carries a request to a URL: `proxy` says
-    /// (nil for none). A `Proxy-Authorization` then goes on to another origin that the same
-    /// proxy carries; without `proxy` (an engine that cannot tell), it goes no further than the
-    /// origin.
-    static func step(
+    /// The step, for an engine whose `routes` say which proxy carries a request to a URL. A
+    /// `Proxy-Authorization` then goes on to another origin that the same proxy carries; without
+    /// `routes` (an engine that cannot tell), it goes no further than the origin. (The engine
+    /// itself, not a closure over it: one was made, and the engine retained, for every response.)
+    static func step<Routes: ProxyRoutes>(
         for response: HTTPResponse,
         request: Request,
         policy: NIOEngine.RedirectPolicy,
         redirectCount: Int,
         visitedURLs: Set<String>,
-        proxy: ((URL) -> NIOEngine.Proxy?)?
+        routes: Routes?
     ) -> RedirectStep {
         guard case .follow(let maximum, let allowCycles) = policy,
             Self.redirectStatuses.contains(response.status.code),
@@ -112,7 +112,7 @@ public enum RedirectPlanner {
             // The proxy's credential, not the origin's (RFC 9110 11.7.2): kept for a target the
             // same proxy carries. (The engine sends it only to a forwarding proxy, never through
             // a tunnel or to a server.)
-            if next.headerFields.contains(.proxyAuthorization), !Self.sameProxy(request.url, target, proxy) {
+            if next.headerFields.contains(.proxyAuthorization), !Self.sameProxy(request.url, target, routes) {
                 next.headerFields[.proxyAuthorization] = nil
             }
             // A caller's `Host` names the first origin (a virtual host behind an address): the
@@ -123,11 +123,11 @@ public enum RedirectPlanner {
         return .follow(next)
     }
 
-    /// Whether `proxy` says one proxy carries requests to both `from` and `to`; false without
-    /// `proxy`, and when either goes without one.
-    static func sameProxy(_ from: URL, _ to: URL, _ proxy: ((URL) -> NIOEngine.Proxy?)?) -> Bool {
-        guard let proxy, let carrying = proxy(from) else { return false }
-        return proxy(to) == carrying
+    /// Whether `routes` send requests to both `from` and `to` through one proxy; false without
+    /// `routes`, and when either goes without one.
+    static func sameProxy<Routes: ProxyRoutes>(_ from: URL, _ to: URL, _ routes: Routes?) -> Bool {
+        guard let routes, let carrying = routes.proxy(carrying: from) else { return false }
+        return routes.proxy(carrying: to) == carrying
     }
 
     /// `Host`, which swift-http-types names no constant for (its pseudo-header is `:authority`).
@@ -142,3 +142,12 @@ public enum RedirectPlanner {
         return socket.path == current.path && socket.tls == current.tls
     }
 }
+
+/// Which proxy carries a request to a URL (``NIOEngine``'s routes), for ``RedirectPlanner``'s
+/// `Proxy-Authorization` rule.
+protocol ProxyRoutes {
+    /// The proxy that carries a request to `url`, or nil when none does.
+    func proxy(carrying url: URL) -> NIOEngine.Proxy?
+}
+
+extension NIOEngine: ProxyRoutes {}

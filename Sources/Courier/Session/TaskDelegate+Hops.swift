@@ -424,7 +424,7 @@ extension TaskDelegate {
             let policy = manager.configurationReference.value.redirectPolicy(for: request)
             switch RedirectPlanner.step(
                 for: answer.response, request: request, policy: policy, redirectCount: redirects, visitedURLs: visited,
-                proxy: engine.map { $0.proxy(carrying:) })
+                routes: engine)
             {
             case .none:
                 return .answer(answer)

@@ -54,12 +54,6 @@ struct TransferProgress {
         var kept: Int64 = 0
     }
 
-    init(expectedToSend: Int64, uploadHandler: (@Sendable (Progress) -> Void)?, downloadHandler: (@Sendable (Progress) -> Void)?) {
-        self.countOfBytesExpectedToSend = expectedToSend
-        self.uploadHandler = uploadHandler
-        self.downloadHandler = downloadHandler
-    }
-
     // MARK: Sending
 
     /// The exchange sent its body up to `total` bytes of the current hop's send, of `expected`
@@ -89,8 +83,10 @@ struct TransferProgress {
         self.uploadObject?.totalUnitCount = expected
     }
 
-    /// Whether the caller's upload closure wants an object that is not made yet.
-    var wantsUploadObject: Bool { self.uploadHandler != nil && self.uploadObject == nil }
+    /// Whether the caller's upload closure wants an object that is not made yet. (A `mutating
+    /// get`, as ``attemptBytesReceived``: a plain getter read through the task's state copied
+    /// the whole value, a retain a request.)
+    var wantsUploadObject: Bool { mutating get { self.uploadHandler != nil && self.uploadObject == nil } }
 
     // MARK: Receiving
 
@@ -114,8 +110,9 @@ struct TransferProgress {
         return self.deliveries(.download)
     }
 
-    /// Whether the caller's download closure wants an object that is not made yet.
-    var wantsDownloadObject: Bool { self.downloadHandler != nil && self.downloadObject == nil }
+    /// Whether the caller's download closure wants an object that is not made yet (a `mutating
+    /// get`, as ``wantsUploadObject``).
+    var wantsDownloadObject: Bool { mutating get { self.downloadHandler != nil && self.downloadObject == nil } }
 
     /// Counts body bytes received. Returns the snapshots owed.
     mutating func received(_ bytes: Int64) -> [ProgressDelivery] {
@@ -244,5 +241,14 @@ struct TransferProgress {
         if finished, !failed { fraction = 1 }
         return ProgressSnapshot(
             completedUnitCount: completed, totalUnitCount: total, fractionCompleted: max(floor, fraction), isFinished: finished)
+    }
+}
+
+extension TransferProgress {
+    // In an extension, so that it calls the memberwise initializer: one that set the fields one
+    // by one was compiled to make the value, copy it into the task's state and destroy the first
+    // (a retain a task, and its release).
+    init(expectedToSend: Int64, uploadHandler: (@Sendable (Progress) -> Void)?, downloadHandler: (@Sendable (Progress) -> Void)?) {
+        self.init(countOfBytesExpectedToSend: expectedToSend, uploadHandler: uploadHandler, downloadHandler: downloadHandler)
     }
 }

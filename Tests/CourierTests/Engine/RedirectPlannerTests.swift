@@ -220,10 +220,14 @@ struct RedirectPlannerTests {
         var original = self.request()
         original.headerFields[.proxyAuthorization] = "Basic cHJveHk="
         let request = original
+        struct Routes: ProxyRoutes {
+            let carrying: (URL) -> NIOEngine.Proxy?
+            func proxy(carrying url: URL) -> NIOEngine.Proxy? { self.carrying(url) }
+        }
         func carried(to location: String, _ proxy: ((URL) -> NIOEngine.Proxy?)?) -> String? {
             let step = RedirectPlanner.step(
                 for: self.response(302, location: location), request: request, policy: self.follow, redirectCount: 0, visitedURLs: [],
-                proxy: proxy)
+                routes: proxy.map(Routes.init(carrying:)))
             guard case .follow(let next) = step else {
                 Issue.record("expected a redirect to \(location) to be followed")
                 return nil

@@ -60,11 +60,14 @@ struct TransferProgressTests {
         progress.bodyLengthChanged(to: -1)
         #expect(progress.countOfBytesExpectedToSend == -1)
         #expect(progress.uploadObject?.totalUnitCount == -1)
-        #expect(!progress.wantsUploadObject, "the object exists")
+        var wants = progress.wantsUploadObject
+        #expect(!wants, "the object exists")
         progress.uploadHandler = { _ in }
-        #expect(!progress.wantsUploadObject)
+        wants = progress.wantsUploadObject
+        #expect(!wants)
         progress.uploadObject = nil
-        #expect(progress.wantsUploadObject)
+        wants = progress.wantsUploadObject
+        #expect(wants)
     }
 
     // MARK: Receiving
