@@ -13,6 +13,35 @@ final class BadTLSPeer: Sendable {
         case silent
         /// Closes the connection when the client hello arrives.
         case close
+        /// Holds each connection (once its client hello arrived) until `gate` opens, then closes
+        /// it; one that arrives after closes at once.
+        case closeWhenOpen(CloseGate)
+    }
+
+    /// Holds connections for ``Behaviour/closeWhenOpen(_:)`` until ``open()``.
+    final class CloseGate: Sendable {
+        private let state = Mutex<(isOpen: Bool, held: [any Channel])>((false, []))
+
+        init() {}
+
+        /// Closes the held connections, and every later one at once.
+        func open() {
+            let held = self.state.withLock { state -> [any Channel] in
+                state.isOpen = true
+                defer { state.held = [] }
+                return state.held
+            }
+            for channel in held { channel.close(promise: nil) }
+        }
+
+        /// Holds `channel` until ``open()``; false when it is open already.
+        fileprivate func hold(_ channel: any Channel) -> Bool {
+            self.state.withLock { state in
+                guard !state.isOpen else { return false }
+                state.held.append(channel)
+                return true
+            }
+        }
     }
 
     let channel: any Channel
@@ -67,6 +96,8 @@ final class BadTLSPeer: Sendable {
                 break
             case .close:
                 context.close(promise: nil)
+            case .closeWhenOpen(let gate):
+                if !gate.hold(context.channel) { context.close(promise: nil) }
             }
         }
     }
