@@ -13,7 +13,7 @@ extension TaskDelegate {
         // The task's span, started outside the task's lock: the tracer is the caller's code, and
         // may read the task or its manager.
         var started: TaskSpan?
-        if let tracer = interception.tracer, self.state.withLockedValue({ $0.machine.attempt == 0 && $0.span == nil }) {
+        if let tracer = interception.tracer, self.state.withLockedValue({ $0.machine.attempt == 0 && $0.tracing.span == nil }) {
             started = TaskSpan.start(tracer: tracer, for: self.originalRequest, parent: interception.parentContext ?? .topLevel)
         }
         let (attempt, retries, span, unkept) = self.state.withLockedValue { state -> (Int, Int, TaskSpan?, TaskSpan?) in
@@ -22,10 +22,10 @@ extension TaskDelegate {
             // finds, has run.
             var unkept: TaskSpan?
             if let started {
-                if state.span == nil, !state.machine.hasEnded { state.span = started } else { unkept = started }
+                if state.tracing.span == nil, !state.machine.hasEnded { state.tracing.span = started } else { unkept = started }
             }
             if interception.adaptsAsynchronously { state.machine.adaptationBegan() }
-            return (state.machine.attempt, state.retryReasons.count, state.span, unkept)
+            return (state.machine.attempt, state.retryReasons.count, state.tracing.span, unkept)
         }
         unkept?.end(response: nil, error: nil, retryCount: 0)
         if attempt == 0 { interception.budget?.deposit() }
@@ -104,13 +104,13 @@ extension TaskDelegate {
             && authenticated.headerFields.contains(.authorization)
         guard let span else { return (authenticated, ownAuthorization) }
         let (attempt, resends) = self.state.withLockedValue { state in
-            defer { state.tracedHops += 1 }
-            return (state.machine.attempt, state.tracedHops)
+            defer { state.tracing.tracedHops += 1 }
+            return (state.machine.attempt, state.tracing.tracedHops)
         }
         let (hop, prepared) = span.startHop(authenticated, attempt: attempt, redirect: 0, resendCount: resends)
         let previous = self.state.withLockedValue { state -> HopSpan? in
-            defer { state.hopSpan = (hop, 0) }
-            return state.hopSpan?.span
+            defer { state.tracing.hopSpan = (hop, 0) }
+            return state.tracing.hopSpan?.span
         }
         previous?.end(response: nil, error: nil)
         return (prepared, ownAuthorization)

@@ -122,12 +122,12 @@ extension TaskState {
         self.finishedMetrics = metrics
         self.machine.settled()
         defer {
-            self.span = nil
-            self.hopSpan = nil
+            self.tracing.span = nil
+            self.tracing.hopSpan = nil
         }
         return TaskEndRecord(
             source: self.hop.source, mayStore: self.hop.mayStore, servesStale: self.hop.servesStale,
-            progressObservers: self.progress.finishObservers(failed: error != nil), metrics: metrics, span: self.span,
-            hopSpan: self.hopSpan?.span, retries: self.retryReasons.count)
+            progressObservers: self.progress.finishObservers(failed: error != nil), metrics: metrics, span: self.tracing.span,
+            hopSpan: self.tracing.hopSpan?.span, retries: self.retryReasons.count)
     }
 }

@@ -361,10 +361,10 @@ extension TaskDelegate {
             self.originURL = state.hop.originURL
             self.carriesSessionAuthorization = state.carriesSessionAuthorization
             self.callerCookie = state.hop.callerCookie
-            self.span = state.span
-            self.hopSpan = state.hopSpan
+            self.span = state.tracing.span
+            self.hopSpan = state.tracing.hopSpan
             self.attempt = state.machine.attempt
-            self.tracedHops = state.tracedHops
+            self.tracedHops = state.tracing.tracedHops
         }
     }
 

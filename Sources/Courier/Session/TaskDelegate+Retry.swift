@@ -75,8 +75,8 @@ extension TaskDelegate {
     /// The failed attempt's hop is over.
     private func endFailedHop(_ attempt: FailedAttempt) {
         self.state.withLockedValue { state -> HopSpan? in
-            defer { state.hopSpan = nil }
-            return state.hopSpan?.span
+            defer { state.tracing.hopSpan = nil }
+            return state.tracing.hopSpan?.span
         }?.end(response: attempt.response, error: attempt.error)
     }
 
@@ -228,11 +228,11 @@ extension TaskDelegate {
         // neither cancelled nor ended: a cancel between the waiter's check and here told the
         // monitors first, and its retry never comes.
         let (announced, span) = self.state.withLockedValue { state in
-            guard !state.machine.isCancelling, !state.machine.hasEnded else { return (false, state.span) }
+            guard !state.machine.isCancelling, !state.machine.hasEnded else { return (false, state.tracing.span) }
             if let task = state.task, let monitors = self.interception.monitors {
                 monitors.emit { $0.task(task, willRetry: attempt, after: delay, reason: reason) }
             }
-            return (true, state.span)
+            return (true, state.tracing.span)
         }
         guard announced else { return }
         span?.retrying(after: attempt, reason: reason, delay: delay)

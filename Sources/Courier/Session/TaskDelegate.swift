@@ -421,8 +421,8 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             next = prepared
         }
         self.state.withLockedValue { state in
-            state.hopSpan = followingSpan
-            if followingSpan != nil { state.tracedHops += 1 }
+            state.tracing.hopSpan = followingSpan
+            if followingSpan != nil { state.tracing.tracedHops += 1 }
             if let planned {
                 state.hop.revalidating = nil
                 state.hop.sentRequest = planned.request
@@ -464,7 +464,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     func exchange(willReceiveResponseOver networkProtocolName: String) {
         let hop = self.state.withLockedValue { state in
             state.networkProtocolName = networkProtocolName
-            return state.hopSpan?.span
+            return state.tracing.hopSpan?.span
         }
         hop?.responseArrives(over: networkProtocolName)
     }

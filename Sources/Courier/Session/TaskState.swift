@@ -65,13 +65,8 @@ struct TaskState {
     var networkProtocolName: String?
     /// The trailer fields that ended the current response, if it had any (``SessionTask/responseTrailers``).
     var responseTrailers: HTTPFields?
-    /// The task's span, when the session has a tracer.
-    var span: TaskSpan?
-    /// The span of the hop under way, and how many redirects the attempt followed.
-    var hopSpan: (span: HopSpan, redirects: Int)?
-    /// How many hops of the task got a span so far (each one's `http.request.resend_count` is
-    /// the number before it).
-    var tracedHops = 0
+    /// The task's spans, when the session has a tracer.
+    var tracing = TaskTracing()
 
     /// Why receiving stopped, when it was Courier's choice (a body over the maximum size, an
     /// unusable 206, a write that failed): the task ends with this rather than the engine's error,
@@ -209,4 +204,15 @@ struct TaskState {
         // Nothing is gathered (no clock read, no object made) when nothing would read it.
         if collectsMetrics { self.metrics = TaskMetricsRecorder() }
     }
+}
+
+/// A task's spans, when its session has a tracer (``TaskState/tracing``): empty otherwise.
+struct TaskTracing {
+    /// The task's span, when the session has a tracer.
+    var span: TaskSpan?
+    /// The span of the hop under way, and how many redirects the attempt followed.
+    var hopSpan: (span: HopSpan, redirects: Int)?
+    /// How many hops of the task got a span so far (each one's `http.request.resend_count` is
+    /// the number before it).
+    var tracedHops = 0
 }
