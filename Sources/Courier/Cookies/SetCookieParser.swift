@@ -189,7 +189,10 @@ extension Cookie {
             if lowerValue.hasPrefix("__secure-") || lowerValue.hasPrefix("__host-") { return nil }
         }
         if lowerName.hasPrefix("__secure-"), !(parsed.isSecure && secureOrigin) { return nil }
-        if lowerName.hasPrefix("__host-"), !(parsed.isSecure && secureOrigin && isHostOnly && path == "/" && parsed.path != nil) {
+        // `__Host-` wants no `Domain` (6265bis 5.7 step 21: a host-only cookie as the RFC makes
+        // one), so not `isHostOnly`, which a `Domain` naming the request's IP address (or socket
+        // path) also gives. A public suffix that is the host was cleared above, as the RFC clears it.
+        if lowerName.hasPrefix("__host-"), !(parsed.isSecure && secureOrigin && domainAttribute.isEmpty && path == "/" && parsed.path != nil) {
             return nil
         }
 

@@ -218,6 +218,15 @@ struct CookieStorageRuleTests {
         #expect(self.cookie("__host-a=1; Secure; Path=/", "http://h.com/") == nil, "not a secure origin")
     }
 
+    /// A `Domain` that names the request's IP address makes a host-only cookie, but `__Host-`
+    /// asks for no `Domain` at all (RFC 6265bis 5.7 step 21): refused. It was stored. A public
+    /// suffix that is the host itself is cleared as the RFC clears it, and the cookie is kept.
+    @Test func hostPrefixRefusesADomainThatIsTheHostsAddress() {
+        #expect(self.cookie("__Host-a=1; Secure; Path=/; Domain=127.0.0.1", "https://127.0.0.1/") == nil)
+        #expect(self.cookie("__Host-a=1; Secure; Path=/", "https://127.0.0.1/") != nil)
+        #expect(self.cookie("__Host-a=1; Secure; Path=/; Domain=github.io", "https://github.io/") != nil)
+    }
+
     @Test func namelessCookiesMayNotFakeAPrefix() {
         #expect(self.cookie("__Secure-x", "https://h/") == nil)
         #expect(self.cookie("__Host-x", "https://h/") == nil)
