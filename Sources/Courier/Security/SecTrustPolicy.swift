@@ -12,7 +12,7 @@ import X509
 /// of every issuer, ``issuerProblem(in:)``; name constraints; unknown critical extensions
 /// refuse). A chain of one certificate is a leaf that is itself an anchor (a pinned
 /// certificate in certificate mode): `SecTrust` trusts it as it is, so only its dates (and, for
-/// SSL, its name and key usage) are checked, not whether it may issue certificates.
+/// SSL, its name and extended key usage) are checked, not whether it may issue certificates.
 ///
 /// The SSL policy adds, on the leaf: it names ``serverName`` (``HostnameMatcher``: subject
 /// alternative names only, RFC 6125 wildcards), and an extended key usage, when present,
