@@ -74,7 +74,9 @@ enum TextEncoding {
             .windowsCP1252, "iso-8859-1", "iso8859-1", "iso88591", "iso_8859-1", "iso_8859-1:1987", "iso-ir-100", "latin1", "l1",
             "cp819", "ibm819", "csisolatin1")
         add(.isoLatin2, "iso-8859-2", "iso8859-2", "iso_8859-2", "latin2", "l2", "csisolatin2")
-        add(.utf16, "utf-16", "utf16")
+        // ISO-10646-UCS-2 and UNICODE-1-1 are UTF-16's older names (IANA's registry; Alamofire's
+        // `ianaCharsetName` table reads them as UTF-16 too); UCS-2 text is valid UTF-16.
+        add(.utf16, "utf-16", "utf16", "iso-10646-ucs-2", "csunicode", "ucs-2", "unicode-1-1", "csunicode11")
         add(.utf16BigEndian, "utf-16be", "utf16be")
         add(.utf16LittleEndian, "utf-16le", "utf16le")
         add(.utf32, "utf-32", "utf32")

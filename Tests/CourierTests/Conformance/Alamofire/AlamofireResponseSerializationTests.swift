@@ -107,6 +107,15 @@ struct AlamofireResponseSerializationConformanceTests {
         #expect(try StringResponseSerializer().responseObject(for: response, data: Data("data".utf8)) == "data")
     }
 
+    /// Alamofire's charset table reads `iso-10646-ucs-2` and `unicode-1-1` (UTF-16's older IANA
+    /// names) as UTF-16; Courier did not know them and read such a body as UTF-8, NULs and all.
+    @Test(arguments: ["iso-10646-ucs-2", "ISO-10646-UCS-2", "csUnicode", "ucs-2", "unicode-1-1", "csUnicode11"])
+    func testThatStringResponseSerializerReadsTheOlderNamesOfUTF16(charset: String) throws {
+        let response = Self.response(200, ["Content-Type": "text/plain; charset=\(charset)"])
+        // "hi" in UTF-16 without a byte-order mark: big-endian, as `charset=utf-16` reads it.
+        #expect(try StringResponseSerializer().responseObject(for: response, data: Data([0x00, 0x68, 0x00, 0x69])) == "hi")
+    }
+
     /// UTF-32 bytes read as UTF-8: Alamofire fails. So does Courier when the bytes are not UTF-8;
     /// here the UTF-32 text starts with its byte-order mark (0xFF 0xFE), which UTF-8 forbids.
     static let utf32 = Data([0xFF, 0xFE, 0x00, 0x00]) + "random data".data(using: .utf32LittleEndian)!
