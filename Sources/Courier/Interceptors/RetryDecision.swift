@@ -36,9 +36,15 @@ public struct RetryDecision: Sendable, CustomStringConvertible {
 
     let kind: Kind
 
-    /// Send the request again, after `delay`. The task keeps its identity; adapters run again.
+    /// The longest delay a retry waits: about 31 years. A longer one (a server's
+    /// `Retry-After: 99999999999999999999` taken without a cap is `.seconds(Int.max)`) is past what
+    /// a clock's deadline holds.
+    static let longestDelay = Duration.seconds(1_000_000_000)
+
+    /// Send the request again, after `delay` (a negative one is zero, one over about 31 years is
+    /// 31 years). The task keeps its identity; adapters run again.
     public static func retry(after delay: Duration = .zero, reason: RetryReason = .custom) -> RetryDecision {
-        RetryDecision(kind: .retry(delay: max(delay, .zero), reason: reason))
+        RetryDecision(kind: .retry(delay: min(max(delay, .zero), Self.longestDelay), reason: reason))
     }
 
     /// Not this retrier's business: the next retrier decides, and when none retries the task ends

@@ -149,9 +149,7 @@ extension TaskDelegate {
         if Task.isCancelled { return }
         switch verdict {
         case .retry(let delay, let reason):
-            // A retrier's delay from a server's `Retry-After: 99999999999999999999` without a cap
-            // (`.seconds(Int.max)`) is past what a clock's deadline holds: 31 years is the longest.
-            let delay = min(delay, .seconds(1_000_000_000))
+            // (At most ``RetryDecision/longestDelay``: a clock's deadline holds no longer.)
             self.willRetry(after: attempt, delay: delay, reason: reason)
             do {
                 try await self.interception.clock.sleep(for: delay)

@@ -115,6 +115,20 @@ struct InterceptorChainTests {
         #expect(asked.withLockedValue { $0 } == ["slow"])
     }
 
+    @Test("A retrier's delay is at most 31 years, whichever task sleeps through it (a WebSocket handshake's too)")
+    func delayIsCapped() async {
+        // A server's `Retry-After: 99999999999999999999` taken without a cap. Only a task's retry
+        // capped it; a WebSocket handshake's retry slept through it, past what a clock's deadline
+        // holds (a trap).
+        let attempt = FailedAttempt(request: Self.request, response: HTTPResponse(status: .serviceUnavailable))
+        let chain = InterceptorChain(retriers: [Retrier { _ in .retry(after: .seconds(Int64.max), reason: .custom) }])
+        guard case .retry(let delay, _) = await chain.decide(attempt) else { Issue.record("no retry"); return }
+        #expect(delay == .seconds(1_000_000_000))
+        #expect(RetryDecision.retry(after: .seconds(Int64.max)).delay == .seconds(1_000_000_000))
+        #expect(RetryDecision.retry(after: .seconds(-5)).delay == .zero)
+        #expect(RetryDecision.retry(after: .seconds(7)).delay == .seconds(7))
+    }
+
     @Test("A spent budget refuses a retry; exempt reasons pass")
     func budget() async {
         let budget = RetryBudget(ratio: 0, minimumPerSecond: 0, clock: ManualRetryClock())
