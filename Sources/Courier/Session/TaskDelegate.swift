@@ -299,22 +299,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     // MARK: Progress
 
     func progress(_ kind: ProgressKind) -> Progress {
-        self.state.withLockedValue { state in
-            switch kind {
-            case .upload:
-                if let progress = state.progress.uploadObject { return progress }
-                let progress = TaskState.makeProgress(
-                    total: state.progress.countOfBytesExpectedToSend, completed: state.progress.countOfBytesSent, of: state.task)
-                state.progress.uploadObject = progress
-                return progress
-            case .download:
-                if let progress = state.progress.downloadObject { return progress }
-                let progress = TaskState.makeProgress(
-                    total: state.progress.countOfBytesExpectedToReceive, completed: state.progress.countOfBytesReceived, of: state.task)
-                state.progress.downloadObject = progress
-                return progress
-            }
-        }
+        self.state.withLockedValue { $0.progressObject(kind) }
     }
 
     // MARK: ExchangeDelegate

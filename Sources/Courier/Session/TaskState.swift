@@ -105,18 +105,34 @@ struct TaskState {
         return self.progress.receivedOrHeld(bytes)
     }
 
-    /// The download object, made for the caller's closure when it wants one (with the task, which
-    /// its object controls).
+    /// The download object, made for the caller's closure when it wants one.
     private mutating func makeDownloadObjectIfWanted() {
-        guard self.progress.wantsDownloadObject else { return }
-        self.progress.downloadObject = Self.makeProgress(total: self.progress.countOfBytesExpectedToReceive, completed: 0, of: self.task)
+        if self.progress.wantsDownloadObject { _ = self.progressObject(.download) }
     }
 
-    /// The upload object, made at the current counts for the caller's closure when it wants one.
+    /// The upload object, made for the caller's closure when it wants one.
     mutating func makeUploadObjectIfWanted() {
-        guard self.progress.wantsUploadObject else { return }
-        self.progress.uploadObject = Self.makeProgress(
-            total: self.progress.countOfBytesExpectedToSend, completed: self.progress.countOfBytesSent, of: self.task)
+        if self.progress.wantsUploadObject { _ = self.progressObject(.upload) }
+    }
+
+    /// The progress object of `kind` (``SessionTask``'s `uploadProgress` and `downloadProgress`,
+    /// the one a progress closure is handed), made at the current counts, with the task it
+    /// controls, when there is none yet.
+    mutating func progressObject(_ kind: TaskDelegate.ProgressKind) -> Progress {
+        switch kind {
+        case .upload:
+            if let object = self.progress.uploadObject { return object }
+            let object = Self.makeProgress(
+                total: self.progress.countOfBytesExpectedToSend, completed: self.progress.countOfBytesSent, of: self.task)
+            self.progress.uploadObject = object
+            return object
+        case .download:
+            if let object = self.progress.downloadObject { return object }
+            let object = Self.makeProgress(
+                total: self.progress.countOfBytesExpectedToReceive, completed: self.progress.countOfBytesReceived, of: self.task)
+            self.progress.downloadObject = object
+            return object
+        }
     }
 
     /// The attempt whose progress was held back is the task's last: its progress is reported now.
