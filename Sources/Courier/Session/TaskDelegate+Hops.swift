@@ -34,10 +34,6 @@ struct HopState: Sendable {
     /// How many redirects the attempt followed, over the network and from the cache: the limit
     /// of the redirect policy for a chain of stored redirects (``TaskDelegate/followingStoredRedirects(_:on:readsDisk:)``).
     var redirects = 0
-    /// Whether the attempt followed a redirect from the cache: the engine's exchange then counts
-    /// fewer redirects than ``redirects``, and the session checks the policy's limit on the
-    /// engine's (``TaskDelegate/exchange(willPerformRedirection:newRequest:)``).
-    var followedStoredRedirect = false
     /// How the task goes on once the engine's exchange ended, when the cache had the answer for
     /// the target of a redirect the engine proposed (or the redirect was past the policy's limit
     /// for the whole chain): the session declined that redirect, the exchange is cancelled at the
@@ -122,7 +118,6 @@ extension SessionManager {
             state.hop.originURL = ownCookie != nil ? request.url : nil
             state.hop.handlesCookies = handlesCookies
             state.hop.redirects = 0
-            state.hop.followedStoredRedirect = false
             state.hop.afterExchange = nil
             state.hop.revalidating = hop.revalidating
             // Nothing is stored without a cache (whose clock `now` is).

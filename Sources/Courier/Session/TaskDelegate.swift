@@ -339,23 +339,17 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         // a final head after a cancel is (``finalResponseArrived(_:url:)``). Its cookies were
         // stored, the redirect hook ran and the current request moved to its target.
         //
-        // The engine counts the redirects of its own exchange only: once the attempt followed one
-        // from the cache (``followingStoredRedirects(_:on:readsDisk:)``), the policy's limit is
-        // checked here over the attempt's whole chain (``HopState/redirects``), as URLSession and
-        // OkHttp count it. Past it, the redirect is declined and the task fails as the engine
-        // fails it (``RedirectPlanner``); before, the engine's count started again from zero
-        // after the stored redirects, and a chain followed more redirects than the limit.
-        let (cancelling, chain) = self.state.withLockedValue { state -> (Bool, (request: Request, redirects: Int)?) in
-            (
-                state.machine.isCancelling,
-                state.hop.followedStoredRedirect
-                    ? (request: state.hop.sentRequest ?? state.currentRequest, redirects: state.hop.redirects) : nil
-            )
+        // The engine counts the redirects of its own exchange only, and the attempt may have
+        // followed some from the cache before it (``followingStoredRedirects(_:on:readsDisk:)``):
+        // the policy's limit is checked here over the attempt's whole chain (``HopState/redirects``,
+        // which counts both), as URLSession and OkHttp count it. Past it, the redirect is declined
+        // and the task fails as the engine fails it (``RedirectPlanner``). Without stored
+        // redirects the two counts are the same, and the engine never proposes one past it.
+        let (cancelling, chain) = self.state.withLockedValue { state in
+            (state.machine.isCancelling, (request: state.hop.sentRequest ?? state.currentRequest, redirects: state.hop.redirects))
         }
         if cancelling { return nil }
-        if let chain, case .follow(let maximum, _) = self.configurationReference.value.redirectPolicy(for: chain.request),
-            chain.redirects >= maximum
-        {
+        if case .follow(let maximum, _) = self.configurationReference.value.redirectPolicy(for: chain.request), chain.redirects >= maximum {
             let failure = CourierError(
                 .tooManyRedirects, "\(chain.request.summary): more than \(maximum) redirects", request: chain.request, response: response)
             self.state.withLockedValue { $0.hop.afterExchange = .failure(failure) }
@@ -413,7 +407,6 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
                 state.hop.sentRequest = planned.request
                 state.hop.requestDate = requestDate
                 state.hop.redirects += 1
-                if fromCache { state.hop.followedStoredRedirect = true }
                 state.carriesSessionAuthorization = planned.ownAuthorization
             }
             if let next {
