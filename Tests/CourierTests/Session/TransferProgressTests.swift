@@ -27,16 +27,16 @@ struct TransferProgressTests {
     @Test func aResendBelowWhatWentBeforeMovesNothing() {
         var progress = Self.progress(expectedToSend: 100)
         progress.uploadObject = Progress(totalUnitCount: 100)
-        let result1 = progress.bodySent(total: 60, expected: 100)
-        #expect(result1)
-        let result2 = progress.bodySent(total: 100, expected: 100)
-        #expect(result2)
+        let firstPart = progress.bodySent(total: 60, expected: 100)
+        #expect(firstPart)
+        let wholeBody = progress.bodySent(total: 100, expected: 100)
+        #expect(wholeBody)
         #expect(progress.countOfBytesSent == 100)
         // A 307 sends the body again from its first byte.
-        let result3 = progress.bodySent(total: 10, expected: 100)
-        #expect(!result3, "nothing moved: nothing is reported")
-        let result4 = progress.bodySent(total: 100, expected: 100)
-        #expect(!result4, "1.0 is not reported a second time")
+        let resendStart = progress.bodySent(total: 10, expected: 100)
+        #expect(!resendStart, "nothing moved: nothing is reported")
+        let resendEnd = progress.bodySent(total: 100, expected: 100)
+        #expect(!resendEnd, "1.0 is not reported a second time")
         #expect(progress.countOfBytesSent == 100)
         #expect(progress.uploadObject?.completedUnitCount == 100)
     }
@@ -44,13 +44,13 @@ struct TransferProgressTests {
     @Test func theCountSentNeverPassesTheBodysLength() {
         var progress = Self.progress(expectedToSend: 50)
         // An earlier hop's bytes counted into the new hop's total.
-        let result5 = progress.bodySent(total: 70, expected: nil)
-        #expect(result5)
+        let pastTheLength = progress.bodySent(total: 70, expected: nil)
+        #expect(pastTheLength)
         #expect(progress.countOfBytesSent == 50)
         // Unknown length: nothing to clamp to.
         var unknown = Self.progress()
-        let result6 = unknown.bodySent(total: 70, expected: nil)
-        #expect(result6)
+        let unknownLength = unknown.bodySent(total: 70, expected: nil)
+        #expect(unknownLength)
         #expect(unknown.countOfBytesSent == 70)
     }
 
@@ -74,13 +74,13 @@ struct TransferProgressTests {
 
     @Test func aHeldResponseIsCountedOnlyWhenReleased() {
         var progress = Self.progress()
-        let result7 = progress.responseArrived(url: Self.url, received: 0, expected: 10, holding: true)
-        #expect(result7.isEmpty)
+        let heldHead = progress.responseArrived(url: Self.url, received: 0, expected: 10, holding: true)
+        #expect(heldHead.isEmpty)
         #expect(progress.countOfBytesExpectedToReceive == -1, "the head is held back")
-        let result8 = progress.receivedOrHeld(4)
-        #expect(result8 == nil)
-        let result9 = progress.receivedOrHeld(6)
-        #expect(result9 == nil)
+        let heldFirst = progress.receivedOrHeld(4)
+        #expect(heldFirst == nil)
+        let heldSecond = progress.receivedOrHeld(6)
+        #expect(heldSecond == nil)
         #expect(progress.countOfBytesReceived == 0)
         let attemptBytes = progress.attemptBytesReceived
         #expect(attemptBytes == 10, "the attempt's bytes, held or not")
@@ -89,8 +89,8 @@ struct TransferProgressTests {
         #expect(progress.held == nil)
         #expect(progress.countOfBytesReceived == 10)
         #expect(progress.countOfBytesExpectedToReceive == 10)
-        let result10 = progress.releaseHeld()
-        #expect(result10 == nil, "nothing is held any more")
+        let nothingHeld = progress.releaseHeld()
+        #expect(nothingHeld == nil, "nothing is held any more")
     }
 
     @Test func aResumedDownloadsKeptBytesAreCountedButNotReceivedByTheAttempt() {
@@ -156,30 +156,33 @@ struct TransferProgressTests {
         var progress = Self.progress()
         _ = Self.join(&progress, .download)
         _ = progress.responseArrived(url: Self.url, received: 0, expected: 10, holding: false)
-        let result11 = progress.received(8)
-        #expect(result11.first?.snapshot.fractionCompleted == 0.8)
+        let beforeRetry = progress.received(8)
+        #expect(beforeRetry.first?.snapshot.fractionCompleted == 0.8)
         progress.attemptRetried()
         _ = progress.responseArrived(url: Self.url, received: 0, expected: 10, holding: false)
-        let result12 = progress.received(2)
-        #expect(result12.first?.snapshot.fractionCompleted == 0.8, "a retry does not take it back")
+        let afterRetry = progress.received(2)
+        #expect(afterRetry.first?.snapshot.fractionCompleted == 0.8, "a retry does not take it back")
+    }
+
+    /// A task with one download consumer whose response brought 3 of its 10 bytes.
+    static func threeOfTenReceived() -> TransferProgress {
+        var progress = Self.progress()
+        _ = Self.join(&progress, .download)
+        _ = progress.responseArrived(url: Self.url, received: 0, expected: 10, holding: false)
+        _ = progress.received(3)
+        return progress
     }
 
     @Test func theEndGivesOneAfterSuccessAndTheFractionReachedAfterAFailure() {
-        var succeeded = Self.progress()
-        _ = Self.join(&succeeded, .download)
-        _ = succeeded.responseArrived(url: Self.url, received: 0, expected: 10, holding: false)
-        _ = succeeded.received(3)
+        var succeeded = Self.threeOfTenReceived()
         let last = succeeded.finishObservers(failed: false)
         #expect(last.map(\.1.fractionCompleted) == [1])
         #expect(last.map(\.1.isFinished) == [true])
         #expect(succeeded.observers.isEmpty)
 
-        var failed = Self.progress()
-        _ = Self.join(&failed, .download)
-        _ = failed.responseArrived(url: Self.url, received: 0, expected: 10, holding: false)
-        _ = failed.received(3)
-        let result13 = failed.finishObservers(failed: true)
-        #expect(result13.map(\.1.fractionCompleted) == [0.3])
+        var failed = Self.threeOfTenReceived()
+        let lastAfterFailure = failed.finishObservers(failed: true)
+        #expect(lastAfterFailure.map(\.1.fractionCompleted) == [0.3])
         // A consumer that joins after the end gets the same last snapshot, and no place in the list.
         let late = Self.join(&failed, .download)
         #expect(late.id == nil)
