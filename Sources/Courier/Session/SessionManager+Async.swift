@@ -74,11 +74,9 @@ extension SessionManager {
                 task.resume()
             }
         }
-        // The task's end was left with its delegate before the continuation could resume.
-        var outcome = delegate.takeAwaitedOutcome()!
-        // The task's end settles here, on the calling task, not on the engine's thread.
-        delegate.settle(&outcome)
-        return outcome
+        // The task's end was left with its delegate before the continuation could resume. It
+        // settles here, on the calling task, not on the engine's thread.
+        return delegate.takeAwaitedOutcome()!
     }
 
     /// Serializes an outcome on the calling task, runs the completion hook and posts the notification.

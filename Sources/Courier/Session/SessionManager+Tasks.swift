@@ -128,9 +128,10 @@ extension SessionManager {
 
     /// Hands an attempt's (adapted) request on (DESIGN's order, after the adapters: cookies, the
     /// cache lookup, then the engine).
-    func execute(_ request: Request, for delegate: TaskDelegate, attempt: Int) {
+    func execute(_ request: Request, for delegate: TaskDelegate, attempt: Int, expected: Int64?, ownAuthorization: Bool) {
+        let plan = self.planFirstHop(request, for: delegate, expected: expected, ownAuthorization: ownAuthorization)
         // A stored redirect the cache answers with: the session follows it (and those after it).
-        switch delegate.followingStoredRedirects(self.planFirstHop(request, for: delegate), on: self, readsDisk: true) {
+        switch delegate.followingStoredRedirects(plan, on: self, readsDisk: true) {
         case .send(let changed):
             // Not `changed ?? request`: that would copy the request the attempt made.
             let exchange =

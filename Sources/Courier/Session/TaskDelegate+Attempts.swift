@@ -125,15 +125,22 @@ extension TaskDelegate {
         // file body's size is a system call); a later attempt's is, after an earlier one changed it.
         let expected: Int64? =
             attempt == 0 && request.sharesStorage(with: self.originalRequest) ? nil : request.body.knownLength ?? -1
-        self.state.withLockedValue { state in
-            if let expected {
-                state.progress.bodyLengthChanged(to: expected)
-            }
-            state.currentRequest = request
-            state.attemptRequest = nil
-            state.carriesSessionAuthorization = ownAuthorization
-            state.metrics?.exchangeBegan(request)
+        // Recorded in the first hop's transaction (``TaskState/attemptSends(_:expected:ownAuthorization:)``).
+        manager.execute(request, for: self, attempt: attempt, expected: expected, ownAuthorization: ownAuthorization)
+    }
+}
+
+extension TaskState {
+    /// The attempt's request goes to the engine: it is the task's current request from now on.
+    /// `expected` is the upload's total when the adapters changed the body (see
+    /// ``TaskDelegate``'s `send`); `ownAuthorization` whether its `Authorization` is the session's.
+    mutating func attemptSends(_ request: Request, expected: Int64?, ownAuthorization: Bool) {
+        if let expected {
+            self.progress.bodyLengthChanged(to: expected)
         }
-        manager.execute(request, for: self, attempt: attempt)
+        self.currentRequest = request
+        self.attemptRequest = nil
+        self.carriesSessionAuthorization = ownAuthorization
+        self.metrics?.exchangeBegan(request)
     }
 }

@@ -67,9 +67,15 @@ enum HopPlan: Sendable {
 extension SessionManager {
     /// The steps before the engine for a task's first hop (DESIGN's order: cookies, then the cache
     /// lookup), after the checks of the options that cannot be honoured as asked.
-    func planFirstHop(_ request: Request, for delegate: TaskDelegate) -> HopPlan {
+    ///
+    /// The attempt's request is recorded as the task's (``TaskState/attemptSends(_:expected:ownAuthorization:)``)
+    /// in the same transaction as the hop.
+    func planFirstHop(_ request: Request, for delegate: TaskDelegate, expected: Int64?, ownAuthorization: Bool) -> HopPlan {
         let configuration = self.configurationReference
-        if let refusal = self.refusal(of: request) { return .fail(refusal) }
+        if let refusal = self.refusal(of: request) {
+            delegate.state.withLockedValue { $0.attemptSends(request, expected: expected, ownAuthorization: ownAuthorization) }
+            return .fail(refusal)
+        }
 
         // Cookies. The caller's own `Cookie` field is this attempt's, as its adapters made it
         // (a retry's may differ from the first attempt's: a refreshed token), kept for the
@@ -113,6 +119,7 @@ extension SessionManager {
 
         let servesStale = policy.servesStale || configuration.value.requestCachePolicy.servesStale
         delegate.state.withLockedValue { state in
+            state.attemptSends(request, expected: expected, ownAuthorization: ownAuthorization)
             state.hop.callerCookie = ownCookie
             // Where the caller's cookie may go again on a redirect: only needed when there is one.
             state.hop.originURL = ownCookie != nil ? request.url : nil

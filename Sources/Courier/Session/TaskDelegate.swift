@@ -492,7 +492,19 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         // retains each of its fields.
         var made: TaskOutcome?
         var unheard: UnheardEnd?
-        let finished = self.state.withLockedValue { state -> (completion: TaskCompletion, held: HeldReport?)? in
+        /// What the end does after the lock. An `async` caller's end is left where the caller
+        /// takes it in the same transaction (``takeAwaitedOutcome()``), its delivery counted
+        /// first (an atomic, no lock); the caller is woken once the held report went out.
+        struct Finished {
+            let completion: TaskCompletion
+            let task: SessionTask
+            let held: HeldReport?
+            /// For the data hook of a held report: the manager and the body (nil without a held report).
+            let heldHook: (manager: SessionManager, data: Data?)?
+            /// The `async` caller to wake (``TaskCompletion/awaiting``).
+            let caller: UnsafeContinuation<Void, Never>?
+        }
+        let finished = self.state.withLockedValue { state -> Finished? in
             guard state.machine.complete(), let (task, manager, completion) = state.takeHoldsAtCompletion(else: &unheard) else { return nil }
             let body = state.body.take()
             // A small body is copied out of the buffer it arrived in: cheaper than wrapping the
@@ -507,38 +519,48 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             let held = HeldReport(taking: &state, succeeded: finalError == nil)
             if finalError == nil { state.progress.settleTotals() }
             state.progress.dropHandlers()
-            made = TaskOutcome(
+            let heldHook = held != nil ? (manager, data) : nil
+            let outcome = TaskOutcome(
                 task: task, manager: manager, request: state.currentRequest, response: state.response, data: data, error: finalError)
-            return (completion, held)
+            guard case .awaiting = completion else {
+                made = consume outcome
+                return Finished(completion: completion, task: task, held: held, heldHook: heldHook, caller: nil)
+            }
+            // Counted as a handler's delivery is: the caller settles the end (the task leaves the
+            // registry) before it serializes, runs the hook and posts, and an invalidated manager
+            // waits for those (the caller ends the delivery once it posted).
+            manager.beginDelivery()
+            state.awaitedOutcome = consume outcome
+            return Finished(
+                completion: completion, task: task, held: held, heldHook: heldHook, caller: state.awaitingCaller.take())
         }
-        guard let (completion, held) = finished, var outcome = made.take() else {
+        guard let finished else {
             unheard.map(self.endUnheard)
             return
         }
-        if let held {
+        if let held = finished.held {
             held.send()
-            if let hook = self.hook({ $0.dataTaskDidReceiveData }), let data = outcome.data, !data.isEmpty {
-                hook(outcome.manager, outcome.task, data)
+            if let hook = self.hook({ $0.dataTaskDidReceiveData }), let (manager, data) = finished.heldHook, let data, !data.isEmpty {
+                hook(manager, finished.task, data)
             }
-            self.didReceiveBodyData(held.bytes, task: outcome.task)
+            self.didReceiveBodyData(held.bytes, task: finished.task)
         }
         // What is left of the end (``settle(_:)``) runs where the completion goes next: on the
         // awaiting caller's task, or on the processing queue before serialization; not on the
         // engine's thread (with HTTP/2, one loop carries every stream of a connection).
-        switch completion {
+        switch finished.completion {
         case .awaiting:
-            // Counted as a handler's delivery is: the caller settles the end (the task leaves the
-            // registry) before it serializes, runs the hook and posts, and an invalidated manager
-            // waits for those (the caller ends the delivery once it posted).
-            outcome.manager.beginDelivery()
-            self.handToAwaitingCaller(consume outcome)
+            finished.caller?.resume()
         case .handler(let serializer, let handler):
+            guard let outcome = made.take() else { return }
             let manager = outcome.manager
             manager.complete(consume outcome, serializer: serializer, handler: handler)
         case .none, .download:
+            guard let outcome = made.take() else { return }
             let manager = outcome.manager
             manager.complete(consume outcome, serializer: nil, handler: nil)
         case .outcome(let deliver):
+            guard var outcome = made.take() else { return }
             outcome.manager.beginDelivery()
             self.settle(&outcome)
             deliver(consume outcome)
@@ -574,10 +596,23 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         return self.state.withLockedValue { $0.checked.take() }
     }
 
-    /// The end of a task its `async` caller waited on (``TaskCompletion/awaiting(_:)``), once the
-    /// continuation was resumed; nil only if that was not so, which the machine rules out.
+    /// The end of a task its `async` caller waited on (``TaskCompletion/awaiting``), once the
+    /// continuation was resumed, settled (``settle(_:)``) on the caller's task; nil only if the
+    /// continuation was resumed without it, which the machine rules out. The outcome and what
+    /// settling it needs of the state are taken in one transaction.
     func takeAwaitedOutcome() -> TaskOutcome? {
-        self.state.withLockedValue { $0.awaitedOutcome.take() }
+        var taken: TaskOutcome?
+        let end = self.state.withLockedValue { state -> TaskEndRecord? in
+            guard let outcome = state.awaitedOutcome.take() else { return nil }
+            let end =
+                outcome.isSettled
+                ? nil : state.takeEnd(originalRequest: self.originalRequest, response: outcome.response, error: outcome.error)
+            taken = consume outcome
+            return end
+        }
+        guard var outcome = taken.take() else { return nil }
+        if let end { self.settle(&outcome, with: end) }
+        return outcome
     }
 
     /// What is left of a task's end once its state has completed: the one place every task's end
@@ -587,11 +622,16 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     /// data task, once its file is in place for a download.
     func settle(_ outcome: inout TaskOutcome) {
         guard !outcome.isSettled else { return }
-        outcome.isSettled = true
         // Everything the end needs of the task's state, in one transaction.
         let end = self.state.withLockedValue { [response = outcome.response, error = outcome.error] state in
             state.takeEnd(originalRequest: self.originalRequest, response: response, error: error)
         }
+        self.settle(&outcome, with: end)
+    }
+
+    /// Settles `outcome` with what its end took out of the state (``TaskState/takeEnd(originalRequest:response:error:)``).
+    private func settle(_ outcome: inout TaskOutcome, with end: TaskEndRecord) {
+        outcome.isSettled = true
         outcome.source = end.source
         if end.source == .network, end.mayStore { self.storeInCache(outcome, servesStale: end.servesStale) }
         self.finishProgressUpdates(end.progressObservers)
