@@ -60,8 +60,7 @@ extension SessionManager {
         if request.cancelsWithCallingTask {
             await withTaskCancellationHandler {
                 await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-                    delegate.waitForEnd(continuation)
-                    task.resume()
+                    delegate.resume(awaiting: continuation)
                     if _Concurrency.Task.isCancelled { task.cancel() }
                 }
             } onCancel: {
@@ -70,8 +69,7 @@ extension SessionManager {
         } else {
             // Alamofire's `automaticallyCancelling: false`: the caller's cancellation does not reach the task.
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-                delegate.waitForEnd(continuation)
-                task.resume()
+                delegate.resume(awaiting: continuation)
             }
         }
         // The task's end was left with its delegate before the continuation could resume. It

@@ -72,7 +72,7 @@ enum TaskCompletion: Sendable {
     /// invalidated manager waits for that.
     case outcome(@Sendable (TaskOutcome) -> Void)
     /// An `async` caller waiting on the task: its continuation waits in
-    /// ``TaskState/awaitingCaller`` (``TaskDelegate/waitForEnd(_:)``; the task is made before it,
+    /// ``TaskState/awaitingCaller`` (``TaskDelegate/resume(awaiting:)``; the task is made before it,
     /// so that the caller holds the task itself and no box for it). Resumed once the task's end is
     /// in ``TaskState/awaitedOutcome``, the caller takes the end from there and settles it on its
     /// own task (``TaskDelegate/settle(_:)``), so that the cache store, the metrics and the task's
@@ -176,8 +176,15 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     // made only when the session has monitors. The notifications are posted after the lock: their
     // observers run at once.
 
-    func resume() {
+    /// `caller`: an `async` caller's continuation (``TaskCompletion/awaiting``), left where the
+    /// task's end wakes it (``TaskState/awaitingCaller``) in the same transaction as the resume;
+    /// resumed at once when the end is there already (a task cancelled before it was resumed).
+    func resume(awaiting caller: UnsafeContinuation<Void, Never>? = nil) {
+        var ended = false
         let (action, task, owner) = self.state.withLockedValue { state -> (TaskMachine.ResumeAction, SessionTask?, SessionManager?) in
+            if let caller {
+                if state.awaitedOutcome != nil { ended = true } else { state.awaitingCaller = caller }
+            }
             let action = state.machine.resume()
             if case .none = action { return (action, nil, nil) }
             var owner: SessionManager?
@@ -191,6 +198,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             if let task { self.interception.monitors?.emit { $0.taskDidResume(task) } }
             return (action, task, owner)
         }
+        if ended { caller?.resume() }
         switch action {
         case .startAttempt:
             guard let task else { return }
@@ -568,7 +576,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     }
 
     /// Leaves the task's end where its `async` caller takes it (``takeAwaitedOutcome()``), then
-    /// wakes the caller if it waits already (else ``waitForEnd(_:)`` finds the end there).
+    /// wakes the caller if it waits already (else ``resume(awaiting:)`` finds the end there).
     func handToAwaitingCaller(_ outcome: consuming TaskOutcome) {
         var handed: TaskOutcome? = consume outcome
         let caller = self.state.withLockedValue { state in
@@ -576,17 +584,6 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             return state.awaitingCaller.take()
         }
         caller?.resume()
-    }
-
-    /// The `async` caller waits for the task's end (``TaskCompletion/awaiting``): resumed at once
-    /// when the end is there already (a task cancelled before it was resumed), else when it comes.
-    func waitForEnd(_ continuation: UnsafeContinuation<Void, Never>) {
-        let ended = self.state.withLockedValue { state in
-            if state.awaitedOutcome != nil { return true }
-            state.awaitingCaller = continuation
-            return false
-        }
-        if ended { continuation.resume() }
     }
 
     /// What the task's serializer made of the response it ended with, when it checked it for the

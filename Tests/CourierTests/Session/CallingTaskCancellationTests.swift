@@ -60,6 +60,31 @@ struct CallingTaskCancellationTests {
         }
     }
 
+    @Test("A caller cancelled before its call begins gets the cancellation at once: the task ends before it is resumed, and the request never goes out")
+    func aCallerCancelledBeforeTheCallEndsAtOnce() async throws {
+        try await withTestServer { server in
+            let manager = SessionManager()
+            defer { manager.invalidate(cancelingTasks: true) }
+            let hits = NIOLockedValueBox(0)
+            server.route("/never") { _ in
+                hits.withLockedValue { $0 += 1 }
+                return TestServer.Response(body: Data("reached".utf8))
+            }
+            // The calling task cancels itself first: the cancellation handler cancels the task
+            // before it is resumed, and the resume finds the end there. Awaited below.
+            let caller = Task { () async throws(CourierError) -> DataResponse<Data> in
+                withUnsafeCurrentTask { $0?.cancel() }
+                return try await manager.data(for: Request(url: server.url("/never")))
+            }
+            await #expect { try await caller.value } throws: { ($0 as? CourierError)?.code == .cancelled }
+            #expect(manager.tasks.isEmpty)
+            // Only the later call reached the server.
+            let after = try await manager.data(for: Request(url: server.url("/never")))
+            #expect(after.data == Data("reached".utf8))
+            #expect(hits.withLockedValue { $0 } == 1)
+        }
+    }
+
     @Test("A stream's head reaches a caller cancelled while it waited for it")
     func aStreamsHeadArrives() async throws {
         try await withTestServer { server in
