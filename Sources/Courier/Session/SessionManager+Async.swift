@@ -74,7 +74,7 @@ extension SessionManager {
         }
         // The task's end was left with its delegate before the continuation could resume. It
         // settles here, on the calling task, not on the engine's thread.
-        return delegate.takeAwaitedOutcome()!
+        return delegate.takeAwaitedOutcome()
     }
 
     /// Serializes an outcome on the calling task, runs the completion hook and posts the notification.

@@ -500,19 +500,15 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         // retains each of its fields.
         var made: TaskOutcome?
         var unheard: UnheardEnd?
-        /// What the end does after the lock. An `async` caller's end is left where the caller
-        /// takes it in the same transaction (``takeAwaitedOutcome()``), its delivery counted
-        /// first (an atomic, no lock); the caller is woken once the held report went out.
-        struct Finished {
-            let completion: TaskCompletion
-            let task: SessionTask
-            let held: HeldReport?
-            /// For the data hook of a held report: the manager and the body (nil without a held report).
-            let heldHook: (manager: SessionManager, data: Data?)?
-            /// The `async` caller to wake (``TaskCompletion/awaiting``).
-            let caller: UnsafeContinuation<Void, Never>?
-        }
-        let finished = self.state.withLockedValue { state -> Finished? in
+        // An `async` caller's end is left where the caller takes it in the same transaction
+        // (``takeAwaitedOutcome()``), its delivery counted first (an atomic, no lock); the caller
+        // (`awaiting`) is woken after the lock, once a held report went out. A held report's data
+        // hook gets the manager, the task and the body (`heldHook`, nil without a held report).
+        let finished = self.state.withLockedValue {
+            state -> (
+                completion: TaskCompletion, held: HeldReport?, heldHook: (SessionManager, SessionTask, Data?)?,
+                awaiting: UnsafeContinuation<Void, Never>?
+            )? in
             guard state.machine.complete(), let (task, manager, completion) = state.takeHoldsAtCompletion(else: &unheard) else { return nil }
             let body = state.body.take()
             // A small body is copied out of the buffer it arrived in: cheaper than wrapping the
@@ -527,38 +523,39 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             let held = HeldReport(taking: &state, succeeded: finalError == nil)
             if finalError == nil { state.progress.settleTotals() }
             state.progress.dropHandlers()
-            let heldHook = held != nil ? (manager, data) : nil
-            let outcome = TaskOutcome(
-                task: task, manager: manager, request: state.currentRequest, response: state.response, data: data, error: finalError)
-            guard case .awaiting = completion else {
-                made = consume outcome
-                return Finished(completion: completion, task: task, held: held, heldHook: heldHook, caller: nil)
-            }
+            let heldHook = held != nil ? (manager, task, data) : nil
+            let awaited = if case .awaiting = completion { true } else { false }
             // Counted as a handler's delivery is: the caller settles the end (the task leaves the
             // registry) before it serializes, runs the hook and posts, and an invalidated manager
-            // waits for those (the caller ends the delivery once it posted).
-            manager.beginDelivery()
+            // waits for those (the caller ends the delivery once it posted). (Before the outcome
+            // is made: that is the manager's last use here, which then costs no retain.)
+            if awaited { manager.beginDelivery() }
+            let outcome = TaskOutcome(
+                task: task, manager: manager, request: state.currentRequest, response: state.response, data: data, error: finalError)
+            guard awaited else {
+                made = consume outcome
+                return (completion, held, heldHook, nil)
+            }
             state.awaitedOutcome = consume outcome
-            return Finished(
-                completion: completion, task: task, held: held, heldHook: heldHook, caller: state.awaitingCaller.take())
+            return (completion, held, heldHook, state.awaitingCaller.take())
         }
-        guard let finished else {
+        guard let (completion, held, heldHook, awaiting) = finished else {
             unheard.map(self.endUnheard)
             return
         }
-        if let held = finished.held {
+        if let held, let (manager, task, data) = heldHook {
             held.send()
-            if let hook = self.hook({ $0.dataTaskDidReceiveData }), let (manager, data) = finished.heldHook, let data, !data.isEmpty {
-                hook(manager, finished.task, data)
+            if let hook = self.hook({ $0.dataTaskDidReceiveData }), let data, !data.isEmpty {
+                hook(manager, task, data)
             }
-            self.didReceiveBodyData(held.bytes, task: finished.task)
+            self.didReceiveBodyData(held.bytes, task: task)
         }
         // What is left of the end (``settle(_:)``) runs where the completion goes next: on the
         // awaiting caller's task, or on the processing queue before serialization; not on the
         // engine's thread (with HTTP/2, one loop carries every stream of a connection).
-        switch finished.completion {
+        switch completion {
         case .awaiting:
-            finished.caller?.resume()
+            awaiting?.resume()
         case .handler(let serializer, let handler):
             guard let outcome = made.take() else { return }
             let manager = outcome.manager
@@ -594,21 +591,19 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     }
 
     /// The end of a task its `async` caller waited on (``TaskCompletion/awaiting``), once the
-    /// continuation was resumed, settled (``settle(_:)``) on the caller's task; nil only if the
-    /// continuation was resumed without it, which the machine rules out. The outcome and what
-    /// settling it needs of the state are taken in one transaction.
-    func takeAwaitedOutcome() -> TaskOutcome? {
+    /// continuation was resumed (which the machine does only with the end there), settled
+    /// (``settle(_:)``) on the caller's task. The outcome and what settling it needs of the state
+    /// are taken in one transaction.
+    func takeAwaitedOutcome() -> TaskOutcome {
         var taken: TaskOutcome?
-        let end = self.state.withLockedValue { state -> TaskEndRecord? in
-            guard let outcome = state.awaitedOutcome.take() else { return nil }
-            let end =
-                outcome.isSettled
-                ? nil : state.takeEnd(originalRequest: self.originalRequest, response: outcome.response, error: outcome.error)
+        let end = self.state.withLockedValue { state -> TaskEndRecord in
+            let outcome = state.awaitedOutcome.take()!
+            let end = state.takeEnd(originalRequest: self.originalRequest, response: outcome.response, error: outcome.error)
             taken = consume outcome
             return end
         }
-        guard var outcome = taken.take() else { return nil }
-        if let end { self.settle(&outcome, with: end) }
+        var outcome = taken.take()!
+        self.settle(&outcome, with: end)
         return outcome
     }
 

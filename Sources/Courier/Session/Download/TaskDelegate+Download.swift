@@ -504,16 +504,20 @@ extension TaskDelegate {
         // before the task leaves the registry, so that an invalidated manager waits for it
         // (``SessionManager/beginDelivery()``).
         outcome.manager.beginDelivery()
-        // Settled where every task's end is (``TaskDelegate/settle(_:)``), here, once the file is done.
-        self.settle(&outcome)
+        // Settled where every task's end is (``TaskDelegate/settle(_:)``), once the file is done:
+        // here, or on the `async` caller's task as it takes the end, as a data task's is
+        // (``TaskDelegate/takeAwaitedOutcome()``).
         switch completion {
-        case .outcome(let deliver):
-            deliver(outcome)
         case .awaiting:
             self.handToAwaitingCaller(outcome)
+        case .outcome(let deliver):
+            self.settle(&outcome)
+            deliver(outcome)
         case .download(let handler):
+            self.settle(&outcome)
             outcome.manager.completeDownload(outcome, handler: handler)
         case .handler, .none:
+            self.settle(&outcome)
             outcome.manager.completeDownload(outcome, handler: nil)
         }
     }
