@@ -143,6 +143,22 @@ final class PerMessageDeflate {
         }
     }
 
+    /// The most bytes a message of `size` bytes may take compressed, which bounds what a peer's
+    /// compressed message may hold before it is inflated (frame and message alike): the
+    /// maximum message size applies to the message as inflated, and data that does not compress
+    /// grows a little (zlib's stored blocks, 5 bytes a block). (Bounded by the maximum itself, a
+    /// message of random bytes of the maximum size closed with 1009.)
+    ///
+    /// The slack is zlib's conservative bound, for any of its settings: an eighth and a
+    /// sixty-fourth more, plus a few bytes, which holds fixed-code blocks (`Z_FIXED`, 9-bit
+    /// literals) and the short stored blocks of a low memory level (Python websockets suggests 4:
+    /// blocks of 1 KiB). A bomb still fails once inflated past the maximum
+    /// (``decompress(_:limit:allocator:)``). At most 2³² − 1, what a `ByteBuffer` holds.
+    static func compressedBound(_ size: Int) -> Int {
+        let size = min(max(0, size), Int(UInt32.max))
+        return min(size + (size >> 3) + (size >> 6) + 64, Int(UInt32.max))
+    }
+
     enum DecompressionFailure: Error, Equatable {
         case tooBig
         case invalid

@@ -7,6 +7,11 @@ public struct WebSocketConfiguration: Sendable {
     /// ``CourierError/Code/responseTooLarge``. 1 MiB, as `URLSessionWebSocketTask`. Control
     /// frames (PINGs, PONGs, close frames: at most 125 bytes) are not bounded by it. A message is
     /// held in one buffer, so a larger value than 2³² − 1 bytes (4 GiB) is taken as that.
+    ///
+    /// Under `permessage-deflate` it is the message's size once inflated. Data that does not
+    /// compress grows a little when deflated, so a compressed message may take up to about a
+    /// seventh more than this on the wire (zlib's bound for any of its settings); more is refused
+    /// with 1009 before it is inflated, and inflating stops with 1009 past this size.
     public var maximumMessageSize: Int = 1 << 20
     /// How often Courier sends a PING while the connection is open; a PING still unanswered when
     /// the next is due ends the connection with ``CourierError/Code/timedOut``. nil, zero or less:

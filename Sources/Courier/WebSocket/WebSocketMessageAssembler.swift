@@ -33,9 +33,14 @@ struct WebSocketMessageAssembler {
     private var textSoFar = UTF8PrefixValidator()
     /// The largest message taken, in bytes (after decompression).
     let maximumMessageSize: Int
+    /// The most bytes a compressed message may hold before it is inflated: a little more than
+    /// the maximum, since data that does not compress grows a little
+    /// (``PerMessageDeflate/compressedBound(_:)``); the maximum itself applies once inflated.
+    let maximumCompressedSize: Int
 
     init(maximumMessageSize: Int) {
         self.maximumMessageSize = maximumMessageSize
+        self.maximumCompressedSize = PerMessageDeflate.compressedBound(maximumMessageSize)
     }
 
     /// Whether a message has begun and not ended.
@@ -58,9 +63,15 @@ struct WebSocketMessageAssembler {
         default:
             return .failure(.protocolError, "opcode \(opcode) is not a data frame")
         }
-        guard self.buffer.readableBytes + payload.readableBytes <= self.maximumMessageSize else {
+        let limit = self.compressed ? self.maximumCompressedSize : self.maximumMessageSize
+        guard self.buffer.readableBytes + payload.readableBytes <= limit else {
             self.kind = nil
             self.buffer = ByteBuffer()
+            if self.compressed {
+                return .failure(
+                    .messageTooBig,
+                    "a compressed message over \(limit) bytes, more than one of the maximum of \(self.maximumMessageSize) bytes takes compressed")
+            }
             return .failure(.messageTooBig, "a message over the maximum of \(self.maximumMessageSize) bytes")
         }
         if !fin, self.kind == .text, !self.compressed, !self.textSoFar.take(payload.readableBytesView) {

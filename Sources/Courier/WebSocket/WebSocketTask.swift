@@ -627,8 +627,12 @@ public final class WebSocketTask: Sendable {
             // Control frames carry up to 125 bytes whatever the maximum message size (a PONG
             // to an 8-byte PING, a close frame's reason); a smaller data frame over the maximum
             // is refused when its message is put together, with 1009 all the same.
-            // SwiftNIO's decoder refuses (traps on) a maximum past `UInt32.max`.
-            let maxFrameSize = min(max(125, self.configuration.maximumMessageSize), Int(UInt32.max))
+            // SwiftNIO's decoder refuses (traps on) a maximum past `UInt32.max`. Under
+            // `permessage-deflate` a frame carries compressed bytes, a little more than the
+            // message for data that does not compress: the maximum is the message's once
+            // inflated, and a frame may hold what a message of that size takes compressed.
+            let largest = max(1, self.configuration.maximumMessageSize)
+            let maxFrameSize = min(max(125, deflate == nil ? largest : PerMessageDeflate.compressedBound(largest)), Int(UInt32.max))
             // (A 64-bit length with its top bit set is a protocol error, told apart before NIO's
             // decoder, which reports it as a frame too big.)
             let frameDecoder = ByteToMessageHandler(WebSocketFrameHeaderCheck(maxFrameSize: maxFrameSize))

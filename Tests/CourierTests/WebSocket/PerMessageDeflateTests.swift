@@ -92,6 +92,62 @@ struct PerMessageDeflateTests {
         #expect(PerMessageDeflate(PerMessageDeflateParameters()).decompress(ByteBuffer(bytes: [0xFF, 0xFF, 0xFF]), limit: 1000, allocator: self.allocator) == .failure(.invalid))
     }
 
+    /// The maximum message size applies to a compressed message as inflated. Random bytes grow
+    /// when deflated (zlib's stored blocks, 5 bytes each), and a message of exactly the maximum
+    /// size was refused with 1009 before it was inflated, as one frame and as fragments: the
+    /// compressed bytes were held to the maximum. They are held to what a message of the maximum
+    /// takes compressed: more is still 1009 before any inflating, and a bomb 1009 once inflated
+    /// past the maximum; an uncompressed message keeps the maximum itself.
+    @Test func aMessageOfTheMaximumSizeThatDoesNotCompressIsTaken() throws {
+        let size = 100_000
+        var random = SeededGenerator(seed: 1_009)
+        let bytes = (0..<size).map { _ in UInt8.random(in: 0...255, using: &random) }
+        let compressed = try #require(PerMessageDeflate(PerMessageDeflateParameters()).compress(ByteBuffer(bytes: bytes), allocator: self.allocator))
+        #expect(compressed.readableBytes > size, "random bytes grow when deflated")
+        let bound = PerMessageDeflate.compressedBound(size)
+        #expect(compressed.readableBytes <= bound)
+
+        // One frame, then the same compressed bytes in fragments of 16 KiB.
+        var machine = WebSocketConnectionStateMachine(maximumMessageSize: size, compression: true)
+        #expect(machine.frameReceived(WebSocketFrame(fin: true, rsv1: true, opcode: .binary, data: compressed)) == [.inflate(isText: false, compressed)])
+        let inflated = PerMessageDeflate(PerMessageDeflateParameters()).decompress(compressed, limit: machine.maximumMessageSize, allocator: self.allocator)
+        #expect(inflated == .success(ByteBuffer(bytes: bytes)))
+        #expect(machine.inflated(isText: false, inflated) == [.deliver(.binary(Data(bytes)))])
+        var fragmented = WebSocketConnectionStateMachine(maximumMessageSize: size, compression: true)
+        var actions: [WebSocketConnectionStateMachine.Action] = []
+        var start = 0
+        while start < compressed.readableBytes {
+            let length = min(16 << 10, compressed.readableBytes - start)
+            let piece = compressed.getSlice(at: compressed.readerIndex + start, length: length)!
+            actions = fragmented.frameReceived(
+                WebSocketFrame(fin: start + length == compressed.readableBytes, rsv1: start == 0, opcode: start == 0 ? .binary : .continuation, data: piece))
+            start += length
+            if start < compressed.readableBytes { #expect(actions == []) }
+        }
+        #expect(actions == [.inflate(isText: false, compressed)])
+
+        // Past the bound, in one frame or in fragments: 1009 before anything is inflated.
+        var over = WebSocketConnectionStateMachine(maximumMessageSize: size, compression: true)
+        #expect(over.frameReceived(WebSocketFrame(fin: true, rsv1: true, opcode: .binary, data: ByteBuffer(repeating: 0, count: bound + 1))).first == .sendClose(.messageTooBig, ""))
+        var overInPieces = WebSocketConnectionStateMachine(maximumMessageSize: size, compression: true)
+        #expect(overInPieces.frameReceived(WebSocketFrame(fin: false, rsv1: true, opcode: .binary, data: ByteBuffer(repeating: 0, count: bound))) == [])
+        #expect(overInPieces.frameReceived(WebSocketFrame(fin: true, opcode: .continuation, data: ByteBuffer(bytes: [0]))).first == .sendClose(.messageTooBig, ""))
+        // An uncompressed message is held to the maximum itself.
+        var plain = WebSocketConnectionStateMachine(maximumMessageSize: size, compression: true)
+        #expect(plain.frameReceived(WebSocketFrame(fin: true, opcode: .binary, data: ByteBuffer(repeating: 0, count: size + 1))).first == .sendClose(.messageTooBig, ""))
+        // A bomb is small compressed: taken whole, then 1009 once inflated past the maximum.
+        let bomb = try #require(PerMessageDeflate(PerMessageDeflateParameters()).compress(ByteBuffer(repeating: 0, count: 16 * size), allocator: self.allocator))
+        var bombed = WebSocketConnectionStateMachine(maximumMessageSize: size, compression: true)
+        #expect(bombed.frameReceived(WebSocketFrame(fin: true, rsv1: true, opcode: .binary, data: bomb)) == [.inflate(isText: false, bomb)])
+        let result = PerMessageDeflate(PerMessageDeflateParameters()).decompress(bomb, limit: bombed.maximumMessageSize, allocator: self.allocator)
+        #expect(result == .failure(.tooBig))
+        #expect(bombed.inflated(isText: false, result).first == .sendClose(.messageTooBig, ""))
+
+        // The bound is at most what a `ByteBuffer` holds.
+        #expect(PerMessageDeflate.compressedBound(Int(UInt32.max)) == Int(UInt32.max))
+        #expect(PerMessageDeflate.compressedBound(.max) == Int(UInt32.max))
+    }
+
     @Test func theServersAnswer() {
         #expect(PerMessageDeflateParameters.parse([]) == .none)
         #expect(PerMessageDeflateParameters.parse(["permessage-deflate"]) == .accepted(PerMessageDeflateParameters()))

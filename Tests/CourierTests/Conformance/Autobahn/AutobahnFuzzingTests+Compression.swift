@@ -4,6 +4,7 @@
 // Version 2.0.
 
 @testable import Courier
+import CourierTesting
 import Foundation
 import Testing
 
@@ -146,4 +147,56 @@ extension AutobahnFuzzingTests {
         try await Self.run(
             Self.compressionRow("client_max_window_bits=8", data: data, binary: true, size: 300, fragmentSize: 0, compression: compression, count: 2))
     }
+
+    // MARK: The maximum message size under compression
+
+    /// Not Autobahn's: the client's maximum message size for the rows below.
+    static let compressedMaximum = 100_000
+
+    /// `count` random bytes, the same for the same `seed`.
+    static func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
+        var random = SeededGenerator(seed: seed)
+        return (0..<count).map { _ in UInt8.random(in: 0...255, using: &random) }
+    }
+
+    /// Not Autobahn's: random bytes of exactly the maximum message size, which grow when deflated
+    /// (zlib's stored blocks), received compressed in one frame or in frames of 16 KiB, then
+    /// echoed compressed to the server, which inflates them. Each closed with 1009 on its way in:
+    /// the frame and the message were held to the maximum as compressed, not as inflated.
+    static let maximumSizeRows: [Row] = [0, 16 << 10].map { fragmentSize -> Row in
+        var row = compressionRow(
+            "random bytes of the maximum size, \(fragmentSize == 0 ? "one frame" : "frames of 16 KiB")",
+            data: randomBytes(2 * compressedMaximum, seed: 1_009), binary: true, size: compressedMaximum, fragmentSize: fragmentSize,
+            compression: defaultDeflate, count: 2)
+        row.maximumMessageSize = compressedMaximum
+        return row
+    }
+
+    @Test(arguments: Self.maximumSizeRows)
+    func incompressibleMessagesOfTheMaximumSize(_ row: Row) async throws { try await Self.run(row) }
+
+    /// Not Autobahn's: what a peer cannot make Courier hold. Random bytes of twice the maximum
+    /// (more compressed than a message of the maximum takes) close with 1009 before anything is
+    /// inflated, in one frame (the frame decoder's bound) or in frames of 16 KiB (the message's);
+    /// 1.6 MB of zeros, a bomb of a few KiB compressed, closes with 1009 once inflated past the
+    /// maximum.
+    static let tooBigRows: [Row] = {
+        let random = randomBytes(2 * compressedMaximum, seed: 1_010)
+        var rows = [0, 16 << 10].map { fragmentSize -> Row in
+            Row(
+                id: "random bytes of twice the maximum, \(fragmentSize == 0 ? "one frame" : "frames of 16 KiB")", expectation: ok([], failure(1009)),
+                compression: defaultDeflate, maximumMessageSize: compressedMaximum
+            ) { server in
+                await server.sendCompressedMessage(random, binary: true, fragmentSize: fragmentSize)
+            }
+        }
+        rows.append(
+            Row(id: "a deflate bomb", expectation: ok([], failure(1009)), compression: defaultDeflate, maximumMessageSize: compressedMaximum) { server in
+                await server.sendCompressedMessage([UInt8](repeating: 0, count: 16 * compressedMaximum), binary: true)
+            })
+        return rows
+    }()
+
+    @Test(arguments: Self.tooBigRows)
+    func compressedMessagesOverTheMaximum(_ row: Row) async throws { try await Self.run(row) }
 }
