@@ -48,8 +48,12 @@ struct HostAddressTable: Sendable {
         return .success(addresses)
     }
 
+    /// `name` as entries compare: lower-case, Unicode labels in their ASCII (IDNA) form, no final
+    /// dot. An entry `bücher.example` answers the name the engine looks up,
+    /// `xn--bcher-kva.example` (a request's host, a proxy's), and an entry in that form the
+    /// Unicode name.
     private static func normalized(_ name: String) -> String {
-        let lower = name.lowercased()
+        let lower = Punycode.comparableHost(name)
         return lower.hasSuffix(".") ? String(lower.dropLast()) : lower
     }
 }

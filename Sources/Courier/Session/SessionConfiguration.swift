@@ -115,7 +115,8 @@ public struct SessionConfiguration: Sendable {
     /// certificate check, cookies and the cache, as without the table; only the addresses the
     /// connection tries change, in the order given (IPv6 and IPv4 raced as usual). A `host:port`
     /// entry applies to that port only and wins over a `host` entry; names compare without
-    /// regard to case or a final dot. The table answers every name the engine looks up itself:
+    /// regard to case or a final dot, a Unicode name as its IDNA form (`bücher.example` is
+    /// `xn--bcher-kva.example`). The table answers every name the engine looks up itself:
     /// a proxy's host, and with a `socks5://` proxy the server's (a `socks5h://` or HTTP proxy
     /// looks the server's name up on its side, where the table does not reach). An entry that
     /// is not an IP address, or an empty list, fails the request with

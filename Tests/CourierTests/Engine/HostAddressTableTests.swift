@@ -14,6 +14,15 @@ struct HostAddressTableTests {
         #expect(HostAddressTable([:]).addresses(of: "api.example.com", port: 443) == nil)
     }
 
+    /// A Unicode name and its IDNA form are one entry: the engine looks names up in IDNA (a
+    /// request's host, a proxy's), and an entry written in Unicode was never found.
+    @Test func aUnicodeNameAndItsIDNAFormAreOneEntry() throws {
+        let unicode = HostAddressTable(["Bücher.example": ["10.0.0.7"]])
+        #expect(try #require(unicode.addresses(of: "xn--bcher-kva.example", port: 80)).get() == [try SocketAddress(ipAddress: "10.0.0.7", port: 80)])
+        let ascii = HostAddressTable(["xn--bcher-kva.example:8443": ["10.0.0.8"]])
+        #expect(try #require(ascii.addresses(of: "bücher.example.", port: 8443)).get() == [try SocketAddress(ipAddress: "10.0.0.8", port: 8443)])
+    }
+
     @Test func aBadEntryFailsNamingIt() {
         let table = HostAddressTable(["bad": ["10.0.0.1", "ten.zero"], "none": []])
         guard case .failure(let failure) = table.addresses(of: "bad", port: 80) else { Issue.record("an entry that is no address fails"); return }

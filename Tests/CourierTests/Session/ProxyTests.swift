@@ -1,6 +1,7 @@
 import Courier
 import CourierTesting
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import Testing
 
@@ -105,6 +106,39 @@ struct ProxyTests {
                 #expect(proxy.forwardedTargets.count == 1, "\(proxy.forwardedTargets)")
             }
         }
+    }
+
+    /// A proxy named in Unicode (`prøxy.example`) is looked up in its IDNA form
+    /// (`xn--prxy-hra.example`), the form DNS and a request's host take; a Unicode URL's host
+    /// goes to it in that form too, in the absolute-form target and in `CONNECT`. The proxy's
+    /// name was looked up as written: `getaddrinfo` got its UTF-8, which DNS does not resolve,
+    /// and a resolver or ``SessionConfiguration/hostAddresses`` a name no request's host is.
+    @Test func aProxyNamedInUnicodeIsLookedUpAndSentHostsInIDNA() async throws {
+        let proxyName = "xn--prxy-hra.example"
+        let resolver = TransportHostAddressTests.CountingResolver(answers: [proxyName: ["127.0.0.1"]])
+        try await withTestServer { server in
+            // It forwards `http` requests and refuses every `CONNECT`: what it was asked is the point.
+            try await withShutdown(of: try await TestProxy.start(upstreamPort: server.port, behaviour: .refuse(status: 403))) { proxy in
+                var configuration = SessionConfiguration.default
+                configuration.proxy = .http(host: "prøxy.example", port: proxy.port)
+                configuration.hostNameResolver = resolver
+                // The resolver answers on a task of the cooperative pool, which a loaded run
+                // once held past the default 10 s.
+                configuration.timeoutIntervalForConnect = 120
+                try await withManager(baseURL: nil, configuration: configuration) { manager in
+                    let forwarded = try await manager.data(for: Request(url: URL(string: "http://bücher.example/get")!))
+                    #expect(forwarded.response.status == .ok)
+                    let error = try await #require(throws: CourierError.self) {
+                        try await manager.data(for: Request(url: URL(string: "https://bücher.example/get")!))
+                    }
+                    #expect(error.code == .proxyRefused, "\(error)")
+                }
+                #expect(proxy.forwardedTargets == ["http://xn--bcher-kva.example/get"], "\(proxy.forwardedTargets)")
+                #expect(proxy.connectTargets == ["xn--bcher-kva.example:443"], "\(proxy.connectTargets)")
+            }
+        }
+        let asked = resolver.calls.withLockedValue { $0 }
+        #expect(!asked.isEmpty && asked.allSatisfy { $0 == proxyName }, "\(asked)")
     }
 
     /// A test proxy to `server` that wants Digest credentials `courier`:`password`.

@@ -101,8 +101,19 @@ extension NIOEngine.Proxy: CustomStringConvertible {
     /// that ``resolvesHostNamesLocally``.
     var resolvesTargetLocally: Bool { self.kind == .socks && self.resolvesHostNamesLocally }
 
-    /// `host:port`, an IPv6 host in brackets: what messages name and `CONNECT` is sent to.
+    /// `host:port`, an IPv6 host in brackets: what messages name the proxy by.
     var authority: String { Self.authority(host: self.host, port: self.port) }
+
+    /// The proxy's host as the connection to it names it: the lookup (the system's resolver,
+    /// ``SessionConfiguration/hostAddresses``, a ``HostNameResolver``) is asked for this name. A
+    /// Unicode host name has its labels in their ASCII (IDNA) form, lower-cased (`bücher.example`
+    /// is `xn--bcher-kva.example`), as a request's host has (`URL.requestHost`); an ASCII host or
+    /// an IP address is as it is. The Unicode name went to `getaddrinfo` as UTF-8, which DNS
+    /// does not resolve, and to a resolver or the table in a form no request's host has.
+    var connectionHost: String {
+        if self.host.utf8.allSatisfy({ $0 < 0x80 }) { return self.host }
+        return Punycode.asciiHost(self.host) ?? self.host
+    }
 
     /// "HTTP proxy 127.0.0.1:3128", "HTTPS proxy proxy.example:443" or "SOCKS5 proxy
     /// 127.0.0.1:1080", for messages.

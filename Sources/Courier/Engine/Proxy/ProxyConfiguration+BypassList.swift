@@ -6,7 +6,9 @@ extension ProxyConfiguration {
     /// The list is separated by commas (blanks around entries are ignored). Each entry is one of:
     /// - `*`: every host.
     /// - A domain: `example.com` and `.example.com` both match `example.com` and any name ending
-    ///   in `.example.com` (not `myexample.com`), without regard to case or a trailing dot.
+    ///   in `.example.com` (not `myexample.com`), without regard to case or a trailing dot, and
+    ///   in their ASCII (IDNA) form: `bücher.example` and `xn--bcher-kva.example` are one entry,
+    ///   and match a URL's host written either way.
     ///   `*.example.com` is read as `.example.com`, as Go reads it (curl would never match it).
     /// - An IP address, `192.168.1.7` or `::1` (`[::1]` too), matching that address only, or a
     ///   network in CIDR notation, `10.0.0.0/8` or `fd00::/8`. Addresses match hosts written as

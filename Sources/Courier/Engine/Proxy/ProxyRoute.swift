@@ -37,10 +37,11 @@ enum ProxyRoute: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Where the TCP connection goes: the proxy, or (direct) the server's `host` and `port`.
+    /// Where the TCP connection goes: the proxy (its host in IDNA form,
+    /// ``NIOEngine/Proxy/connectionHost``), or (direct) the server's `host` and `port`.
     func connectionAddress(host: String, port: Int) -> (host: String, port: Int) {
         guard let proxy = self.proxy else { return (host, port) }
-        return (proxy.host, proxy.port)
+        return (proxy.connectionHost, proxy.port)
     }
 
     /// Whether the pool opens a tunnel (``ProxyTunnel/establish(on:target:port:route:timeout:)``)

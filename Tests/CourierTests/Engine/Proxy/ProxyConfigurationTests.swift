@@ -224,6 +224,29 @@ struct ProxyConfigurationTests {
         }
     }
 
+    /// A proxy's Unicode host is connected to, hence looked up, in its IDNA form, as a request's
+    /// host is; an ASCII name or an address as it is. It went to the lookup as written. The
+    /// environment's proxy and bypass list, in either form, agree with the URL's host in the other.
+    @Test func aProxyNamedInUnicodeIsReachedByItsIDNAName() throws {
+        let parsed = try Proxy(url: "http://pr%C3%B8xy.example:3128")
+        let proxies = [Proxy.http(host: "Prøxy.example", port: 3128), .https(host: "prøxy.example", port: 3128), .socks(host: "prøxy.example", port: 3128), parsed]
+        for proxy in proxies {
+            let address = ProxyRoute.forward(proxy).connectionAddress(host: "xn--bcher-kva.example", port: 80)
+            #expect(address.host == "xn--prxy-hra.example", "\(proxy)")
+            #expect(address.port == 3128)
+        }
+        #expect(Proxy.http(host: "Proxy.example", port: 1).connectionHost == "Proxy.example")
+        #expect(Proxy.http(host: "::1", port: 1).connectionHost == "::1")
+        #expect(ProxyRoute.direct.connectionAddress(host: "xn--bcher-kva.example", port: 443).host == "xn--bcher-kva.example")
+
+        let environment = ["https_proxy": "http://pr%C3%B8xy.example:3128", "no_proxy": "xn--bcher-kva.example"]
+        let configuration = try ProxyConfiguration.fromEnvironment(environment)
+        #expect(configuration.route(for: URL(string: "https://b%C3%BCcher.example/")!) == .direct)
+        #expect(configuration.route(for: URL(string: "https://www.bücher.example/")!) == .direct)
+        let route = configuration.route(for: URL(string: "https://other.example/")!)
+        #expect(route.connectionAddress(host: "other.example", port: 443).host == "xn--prxy-hra.example")
+    }
+
     @Test func loneDotsAndEmptyEntriesNameNothing() throws {
         let list = try ProxyConfiguration.BypassList(" , . ,, ")
         #expect(list.isEmpty)
