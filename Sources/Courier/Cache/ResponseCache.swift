@@ -24,8 +24,8 @@ import Synchronization
 /// - Each tier has a capacity in bytes and drops its least recently used entries beyond it. An
 ///   entry larger than 5% of a tier's capacity is not kept in that tier (as URLCache does).
 /// - On disk each entry is a file of its own in ``directory``, written atomically (a temporary
-///   file renamed into place) on a queue of the cache's: a process that dies mid-write leaves no
-///   entry, not a damaged one. A damaged or truncated file is dropped and logged as an `error`.
+///   file synced to the disk and renamed into place, the folder synced after) on a queue of the
+///   cache's: a process that dies, or a power loss, mid-write leaves no entry, not a damaged one. A damaged or truncated file is dropped and logged as an `error`.
 ///   A new cache on the same folder finds the entries of the last one. A lookup that has to read
 ///   an entry from disk reads it on the calling thread (for a session: the thread that resumes the
 ///   task), then keeps it in memory when it fits.

@@ -7,7 +7,8 @@ import NIOConcurrencyHelpers
 /// outlive the process and can be shared with curl and wget.
 ///
 /// The file is read when the store is made. After each change the store writes the whole file
-/// again, atomically (a new file renamed over the old one, readable by its owner only), on a
+/// again, atomically and durably (a new file, readable by its owner only, synced to the disk and
+/// renamed over the old one: a power loss leaves the old file or the new one), on a
 /// queue of its own: changes made in a burst are written once. ``save()`` writes at once and
 /// reports failure; ``flush()`` waits for a pending write. A write that fails in the background is
 /// logged as an `error`.
@@ -69,7 +70,7 @@ public final class FileCookieStorage: CookieStorage {
         }
     }
 
-    /// Writes the file now, atomically.
+    /// Writes the file now, atomically and durably (synced to the disk).
     /// - Throws: ``CourierError`` with ``CourierError/Code/fileSystemFailure``.
     public func save() throws {
         try self.writer.write()
