@@ -29,17 +29,39 @@ struct DownloadTests {
         }
     }
 
-    @Test("Without -o the file is named from the URL, and an existing name gets a suffix")
+    @Test("Without -o, standard output a terminal, the file is named from the URL, and an existing name gets a suffix")
     func namesTheFile() async throws {
         let folder = try makeTemporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         try await TestServer.withServer { server in
             let url = server.url("/bytes/100?seed=1").absoluteString
-            #expect(try await CLIRunner.run(["-d", url], in: folder).status == 0)
-            #expect(try await CLIRunner.run(["-d", url], in: folder).status == 0)
+            #expect(try await CLIRunner.runWithOutputOnTerminal(["-d", url], in: folder).status == 0)
+            #expect(try await CLIRunner.runWithOutputOnTerminal(["-d", url], in: folder).status == 0)
             let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
             #expect(names == ["100", "100-1"])
         }
+    }
+
+    /// HTTPie writes a download without `-o` to standard output when that is not a terminal
+    /// (`http -d URL | tar zxf -`); courier made a file named from the URL and wrote nothing there.
+    @Test("-d without -o writes the body to standard output when it is a pipe, and makes no file")
+    func downloadToPipedStandardOutput() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await TestServer.withServer { server in
+            let file = TestServer.GeneratedFile(length: 1 << 20)
+            let result = try await CLIRunner.run(["-d", server.url(file.path()).absoluteString], in: folder)
+            #expect(result.status == 0, "\(result.standardError)")
+            #expect(result.standardOutput.count == file.length)
+            #expect(CRC32.checksum(of: result.standardOutput) == file.crc32())
+            #expect(result.standardError.hasPrefix("HTTP/1.1 200 OK\n"))
+            #expect(result.standardError.contains("Downloading 1.0 MiB to standard output"), "\(result.standardError)")
+            #expect(result.errorLines.last?.hasPrefix("Done. 1.0 MiB in ") == true)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+        }
+        #expect(Downloader.writesToStandardOutput(output: nil, standardOutputIsTerminal: false))
+        #expect(!Downloader.writesToStandardOutput(output: nil, standardOutputIsTerminal: true))
+        #expect(!Downloader.writesToStandardOutput(output: "f.bin", standardOutputIsTerminal: false))
     }
 
     /// HTTPie's `--download` implies `--follow`: a redirect wrote nothing and exited 3.
@@ -343,7 +365,7 @@ struct DownloadTests {
                     headerFields: [.contentDisposition: "attachment; filename=\"naive.txt\"; filename*=UTF-8''na%C3%AFve%20r%C3%A9sum%C3%A9.txt"],
                     body: Data("x".utf8))
             }
-            let result = try await CLIRunner.run(["-d", server.url("/report").absoluteString], in: folder)
+            let result = try await CLIRunner.runWithOutputOnTerminal(["-d", server.url("/report").absoluteString], in: folder)
             #expect(result.status == 0, "\(result.standardError)")
             let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
             #expect(names == ["naïve résumé.txt"])
@@ -369,7 +391,7 @@ struct DownloadTests {
             server.route("/report") { _ in
                 TestServer.Response(headerFields: [.contentDisposition: "attachment; filename=\"report.pdf\""], body: Data("pdf".utf8))
             }
-            let result = try await CLIRunner.run(["-d", server.url("/report").absoluteString], in: work)
+            let result = try await CLIRunner.runWithOutputOnTerminal(["-d", server.url("/report").absoluteString], in: work)
             #expect(result.status == 0, "\(result.standardError)")
             #expect(!FileManager.default.fileExists(atPath: victim.path), "the link was followed")
             #expect(try Data(contentsOf: work.appendingPathComponent("report.pdf-1")) == Data("pdf".utf8))
@@ -394,11 +416,11 @@ struct DownloadTests {
             server.route("/long") { _ in
                 TestServer.Response(headerFields: [.contentDisposition: "attachment; filename=\"\(long)\""], body: Data("x".utf8))
             }
-            let quoted = try await CLIRunner.run(["-d", server.url("/quoted").absoluteString], in: folder)
+            let quoted = try await CLIRunner.runWithOutputOnTerminal(["-d", server.url("/quoted").absoluteString], in: folder)
             #expect(quoted.status == 0, "\(quoted.standardError)")
             // Twice: the second name has room for its suffix.
             for _ in 0..<2 {
-                let result = try await CLIRunner.run(["-d", server.url("/long").absoluteString], in: folder)
+                let result = try await CLIRunner.runWithOutputOnTerminal(["-d", server.url("/long").absoluteString], in: folder)
                 #expect(result.status == 0, "\(result.standardError)")
             }
         }
@@ -423,7 +445,7 @@ struct DownloadTests {
             server.route("/profile") { _ in
                 TestServer.Response(headerFields: [.contentDisposition: "attachment; filename=\".bashrc\""], body: Data("x".utf8))
             }
-            let result = try await CLIRunner.run(["-d", server.url("/profile").absoluteString], in: folder)
+            let result = try await CLIRunner.runWithOutputOnTerminal(["-d", server.url("/profile").absoluteString], in: folder)
             #expect(result.status == 0, "\(result.standardError)")
             #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["bashrc"])
         }
@@ -445,11 +467,11 @@ struct DownloadTests {
             server.route("/bell") { _ in
                 TestServer.Response(headerFields: [.contentDisposition: "attachment; filename*=UTF-8''x%1B%5D0%3Bpwned%07.txt"], body: Data("x".utf8))
             }
-            let redirected = try await CLIRunner.run(["-d", "-F", server.url("/x").absoluteString], in: folder)
+            let redirected = try await CLIRunner.runWithOutputOnTerminal(["-d", "-F", server.url("/x").absoluteString], in: folder)
             #expect(redirected.status == 0, "\(redirected.standardError)")
             #expect(!FileManager.default.fileExists(atPath: outer.appendingPathComponent("escaped.txt").path), "written two folders up")
             #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["escaped.txt"])
-            let bell = try await CLIRunner.run(["-d", server.url("/bell").absoluteString], in: folder)
+            let bell = try await CLIRunner.runWithOutputOnTerminal(["-d", server.url("/bell").absoluteString], in: folder)
             #expect(bell.status == 0, "\(bell.standardError)")
             #expect(!bell.standardError.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 }, "\(bell.standardError.debugDescription)")
             #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("x%1B]0;pwned%07.txt").path))

@@ -76,7 +76,7 @@ struct RequestCommand: AsyncParsableCommand {
         help: ArgumentHelp("A trailer field sent after the body (the body then goes chunked over HTTP/1.1); repeatable.", valueName: "Name:value"))
     var trailer: [String] = []
 
-    @Flag(name: [.customShort("d"), .long], help: "Save the body to a file, with a progress bar on a terminal; follows redirects.")
+    @Flag(name: [.customShort("d"), .long], help: "Save the body to a file (without -o, to standard output when that is not a terminal), with a progress bar on a terminal; follows redirects.")
     var download = false
 
     @Option(

@@ -3,9 +3,10 @@ import Foundation
 import NIOCore
 
 /// `--download`: the body goes to a file (named by `-o`, the response's `Content-Disposition`, or
-/// the URL), the response head and a progress bar to standard error; `--continue` asks for the
-/// rest of a partial file with `Range` (and `If-Range`, with the validator kept with the file:
-/// ``PartialFileValidator``) and appends it.
+/// the URL), or without `-o` to standard output when that is not a terminal (HTTPie's
+/// `http -d URL | tar zxf -`); the response head and a progress bar go to standard error;
+/// `--continue` asks for the rest of a partial file with `Range` (and `If-Range`, with the
+/// validator kept with the file: ``PartialFileValidator``) and appends it.
 struct Downloader {
     let command: RequestCommand
     let session: SessionManager
@@ -79,45 +80,64 @@ struct Downloader {
             return overflow ? .max : sum
         }
         // `-o` is opened as curl opens it; a name the server or the URL chose is created new.
-        let file: URL
-        let handle: FileHandle
+        // Without `-o`, a standard output that is not a terminal (a pipe, a redirection) gets the
+        // body and no file is made, as HTTPie does it.
+        let file: URL?
+        let handle: FileHandle?
         if let target {
             file = target
             handle = try Self.open(target, appending: appending)
+        } else if Self.writesToStandardOutput(output: self.command.output, standardOutputIsTerminal: Console.standardOutput.isTerminal) {
+            file = nil
+            handle = nil
         } else {
             let created = try Self.createUniqueFile(named: Self.fileName(for: response, url: streamed.request.url))
             file = created.file
             handle = created.handle
         }
-        defer { try? handle.close() }
+        defer { try? handle?.close() }
         // What the bytes are of, for a later --continue (kept when appending: the 206 is of the same).
-        if !appending { PartialFileValidator.store(PartialFileValidator.validator(of: response), for: file) }
+        if let file, !appending { PartialFileValidator.store(PartialFileValidator.validator(of: response), for: file) }
+        let destination = file.map { "'\($0.path)'" } ?? "standard output"
 
-        errorConsole.write(line: "Downloading \(total.map(ByteCount.format) ?? "an unknown size") to '\(file.path)'" + (appending ? ", from byte \(offset)" : ""))
+        errorConsole.write(line: "Downloading \(total.map(ByteCount.format) ?? "an unknown size") to \(destination)" + (appending ? ", from byte \(offset)" : ""))
         var bar = errorConsole.isTerminal ? ProgressBar(console: errorConsole, total: total, alreadyDone: appending ? offset : 0) : nil
         let start = ContinuousClock.now
         var written: Int64 = 0
         do {
             for try await chunk in streamed.body {
-                do {
-                    try handle.write(contentsOf: chunk.readableBytesView)
-                } catch {
-                    streamed.task.cancel()
-                    throw CLIFailure(.failure, "cannot write '\(file.path)': \(error.localizedDescription)")
+                if let handle {
+                    do {
+                        try handle.write(contentsOf: chunk.readableBytesView)
+                    } catch {
+                        streamed.task.cancel()
+                        throw CLIFailure(.failure, "cannot write \(destination): \(error.localizedDescription)")
+                    }
+                } else {
+                    // A failed write ends the process with its own message (``Console/write(_:)``).
+                    Console.standardOutput.write(chunk.readableBytesView)
                 }
                 written += Int64(chunk.readableBytes)
                 bar?.advance(by: chunk.readableBytes)
             }
         } catch let error as CourierError {
             bar?.finish()
-            throw CLIFailure(ExitStatus.failing(error), error.message + "; \(written) bytes written to '\(file.path)' (courier --download --continue -o … resumes)")
+            let resumable = file == nil ? "" : " (courier --download --continue -o … resumes)"
+            throw CLIFailure(ExitStatus.failing(error), error.message + "; \(written) bytes written to \(destination)" + resumable)
         }
         bar?.finish()
         if let expected, written < expected {
-            throw CLIFailure(.failure, "incomplete download: \(written) of \(expected) bytes written to '\(file.path)'")
+            throw CLIFailure(.failure, "incomplete download: \(written) of \(expected) bytes written to \(destination)")
         }
         let elapsed = ContinuousClock.now - start
         errorConsole.write(line: "Done. \(ByteCount.format(written)) in \(String(format: "%.2f", elapsed.seconds)) s (\(ByteCount.rate(written, over: elapsed)))")
+    }
+
+    /// Whether the body goes to standard output rather than to a file: without `-o` (`output`),
+    /// when standard output is not a terminal (a pipe or a redirection), as HTTPie's
+    /// `http --download URL | tar zxf -` does. On a terminal the body goes to a file.
+    static func writesToStandardOutput(output: String?, standardOutputIsTerminal: Bool) -> Bool {
+        output == nil && !standardOutputIsTerminal
     }
 
     /// The size of the file `file` names, through symbolic links (`attributesOfItem` reads a

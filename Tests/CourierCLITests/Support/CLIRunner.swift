@@ -131,6 +131,38 @@ enum CLIRunner {
         return CLIResult(status: status, standardOutput: Data(text.utf8), standardError: "")
     }
 
+    /// Runs `courier arguments` with standard output on a pseudo-terminal and standard error on a
+    /// pipe, as `courier … 2>log` in a user's shell: the command sees a terminal on standard output
+    /// only. The result's standard output is what the terminal received (`\r\n` read as `\n`).
+    static func runWithOutputOnTerminal(_ arguments: [String], in directory: URL? = nil) async throws -> CLIResult {
+        await ProcessSlots.shared.acquire()
+        defer { ProcessSlots.shared.release() }
+        let (master, name) = try PseudoTerminal.open()
+        let slave = open(name, O_RDWR | O_NOCTTY)
+        guard slave >= 0 else {
+            close(master)
+            throw CLITestError("cannot open \(name): errno \(errno)")
+        }
+        let child: ChildProcess
+        do {
+            child = try ChildProcess.spawn(
+                Self.executable.path, arguments, directory: directory?.path,
+                standardOutput: .descriptor(slave), standardError: .pipe)
+        } catch {
+            close(slave)
+            close(master)
+            throw error
+        }
+        close(slave)
+        // The terminal reads until the command's side is closed (EIO on Linux), the pipe to its end.
+        async let terminalBytes = Self.onOwnThread { Data(ChildProcess.readToEnd(master)) }
+        async let errorBytes = Self.readAll(child.standardError!)
+        let (received, stderr) = await (terminalBytes, errorBytes)
+        let status = await Self.waitForExit(child)
+        let text = String(decoding: received, as: UTF8.self).replacingOccurrences(of: "\r\n", with: "\n")
+        return CLIResult(status: status, standardOutput: Data(text.utf8), standardError: String(decoding: stderr, as: UTF8.self))
+    }
+
     /// `waitForExit()` blocks its thread: give it one of its own.
     static func waitForExit(_ child: ChildProcess) async -> Int32 {
         await Self.onOwnThread { child.waitForExit() }
