@@ -22,7 +22,10 @@ struct BadInputTests {
         Case(arguments: ["example.com", "Bad Header:x"], status: 64, message: "'Bad Header:x': 'Bad Header' is not a valid header name"),
         Case(arguments: ["--form", "example.com", "a:=[1]"], status: 64, message: "'a': only a JSON string or number can go in a form (--form, --multipart), not an array"),
         Case(arguments: ["--multipart", "example.com", "a:=true"], status: 64, message: "'a': only a JSON string or number can go in a form (--form, --multipart), not a boolean"),
-        Case(arguments: ["example.com", "f@/nonexistent/file"], status: 66, message: "cannot read '/nonexistent/file': no such file"),
+        Case(arguments: ["--form", "example.com", "f@/nonexistent/file"], status: 66, message: "cannot read '/nonexistent/file': no such file"),
+        // HTTPie: "Invalid file fields (perhaps you meant --form?)"; courier sent them multipart.
+        Case(arguments: ["example.com", "title=Q3", "report@/tmp/q3.pdf"], status: 64, message: "file fields need --form or --multipart (perhaps you meant --form?): report"),
+        Case(arguments: ["--json", "example.com", "a@/tmp/a.txt", "b@/tmp/b.txt;type=text/plain"], status: 64, message: "file fields need --form or --multipart (perhaps you meant --form?): a, b"),
         Case(arguments: ["example.com", "f=@/nonexistent/file"], status: 66, message: "cannot read '/nonexistent/file': no such file"),
         Case(arguments: ["--timeout"], status: 64, message: "Missing value for '--timeout <seconds>'"),
         Case(arguments: ["--timeout", "soon", "example.com"], status: 64, message: "The value 'soon' is invalid for '--timeout <seconds>'"),

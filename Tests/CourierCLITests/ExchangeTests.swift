@@ -52,14 +52,14 @@ struct ExchangeTests {
         }
     }
 
-    @Test("field@path makes a multipart request with the file and the fields")
+    @Test("field@path with --form makes a multipart request with the file and the fields")
     func multipart() async throws {
         let folder = try makeTemporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let file = folder.appendingPathComponent("report.txt")
         try Data("quarterly numbers".utf8).write(to: file)
         try await TestServer.withServer { server in
-            let result = try await CLIRunner.run([server.url("/post").absoluteString, "title=Q3", "report@\(file.path)"])
+            let result = try await CLIRunner.run(["--form", server.url("/post").absoluteString, "title=Q3", "report@\(file.path)"])
             #expect(result.status == 0)
             let echo = try jsonObject(result)
             #expect(echo["form"] as? [String: String] == ["title": "Q3"])

@@ -132,7 +132,7 @@ struct OfflineAndCurlTests {
         let file = folder.appendingPathComponent("a.txt")
         try Data("hi".utf8).write(to: file)
         let multipart = try await CLIRunner.run([
-            "--curl", "--follow", "--max-redirects", "3", "--verify", "no", "example.com/up", "title=T", "doc@\(file.path);type=text/plain",
+            "--curl", "--form", "--follow", "--max-redirects", "3", "--verify", "no", "example.com/up", "title=T", "doc@\(file.path);type=text/plain",
         ])
         #expect(
             multipart.output
@@ -171,7 +171,7 @@ struct OfflineAndCurlTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let file = folder.appendingPathComponent("note.txt")
         try Data("file body".utf8).write(to: file)
-        let result = try await CLIRunner.run(["--offline", "example.com/up", "title=T", "doc@\(file.path)"])
+        let result = try await CLIRunner.run(["--offline", "--form", "example.com/up", "title=T", "doc@\(file.path)"])
         #expect(result.status == 0)
         let text = result.output
         #expect(text.hasPrefix("POST /up HTTP/1.1\n"))

@@ -20,7 +20,7 @@ struct TrailerTests {
             #expect(echo["trailers"] as? [String: String] == ["Courier-Checksum": "crc32=1", "Server-Timing": "client;dur=3"])
             #expect((echo["json"] as? [String: Any])?["name"] as? String == "Ada")
 
-            let multipart = try await CLIRunner.run([server.url("/post").absoluteString, "report@\(file.path)", "--trailer", "Courier-Checksum:crc32=2"])
+            let multipart = try await CLIRunner.run(["--form", server.url("/post").absoluteString, "report@\(file.path)", "--trailer", "Courier-Checksum:crc32=2"])
             #expect(multipart.status == 0, "\(multipart.standardError)")
             let form = try jsonObject(multipart)
             #expect(form["trailers"] as? [String: String] == ["Courier-Checksum": "crc32=2"])

@@ -15,7 +15,7 @@ struct CourierCommand: AsyncParsableCommand {
               name:=json          raw JSON value
               name=@file          data field read from a file (name:=@file: raw JSON)
               Header:value        request header (Header; sends it empty, Header:@file reads it)
-              field@path          file upload (multipart); field@path;type=mime
+              field@path          file upload (with --form or --multipart); field@path;type=mime
               @path               the file is the whole body (Content-Type from its extension)
             A backslash makes a separator literal: a\\=b=c (field a=b), a=\\@b (value @b).
 

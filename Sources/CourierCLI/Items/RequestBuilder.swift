@@ -207,9 +207,11 @@ struct RequestBuilder {
         return (RequestBody.empty, "application/json")
     }
 
-    /// JSON unless `--form` or `--multipart` say otherwise; any file item makes it multipart.
-    /// Standard input's bytes, or the file of an `@path` item, are the whole body; `--multipart`
-    /// with them, or data items beside `@path`, are a usage error.
+    /// JSON unless `--form` or `--multipart` say otherwise; a file field makes a `--form`
+    /// request multipart. Standard input's bytes, or the file of an `@path` item, are the whole
+    /// body; `--multipart` with them, or data items beside `@path`, are a usage error. So is a
+    /// file field (`field@path`) without `--form` or `--multipart`, as in HTTPie ("Invalid file
+    /// fields (perhaps you meant --form?)"): a JSON body has no place for a file.
     private func bodyKind() throws(CLIFailure) -> BuiltRequest.BodyKind {
         let items = self.invocation.items
         if items.contains(where: { if case .bodyFile = $0 { true } else { false } }) {
@@ -221,14 +223,21 @@ struct RequestBuilder {
             }
             return .file
         }
+        let fileFields = items.compactMap { item -> String? in
+            guard case .file(let name, _, _) = item else { return nil }
+            return name
+        }
+        if !fileFields.isEmpty, !self.command.form, !self.command.multipart {
+            throw CLIFailure.usage(
+                "file fields need --form or --multipart (perhaps you meant --form?): " + fileFields.joined(separator: ", "))
+        }
         if self.input != nil {
             if self.command.multipart {
                 throw CLIFailure.usage("a body from standard input cannot be a multipart form; --ignore-stdin leaves standard input alone")
             }
             return .standardInput
         }
-        let hasFiles = items.contains { if case .file = $0 { true } else { false } }
-        if hasFiles || self.command.multipart { return .multipart }
+        if !fileFields.isEmpty || self.command.multipart { return .multipart }
         let hasData = items.contains(where: \.isData)
         if self.command.form { return hasData ? .form : .none }
         return hasData ? .json : .none
@@ -351,7 +360,7 @@ struct RequestBuilder {
             switch field.value {
             case .text(let text): value = JSONText.quoted(text)
             case .json(let json): value = json
-            case .file: continue  // a file makes the request multipart
+            case .file: continue  // refused without a form (bodyKind())
             }
             try body.set(value, at: field.name)
         }

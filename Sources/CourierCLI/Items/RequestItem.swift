@@ -26,7 +26,8 @@ enum RequestItem: Equatable, Sendable {
     case emptyHeader(name: String)
     /// `Header:@file`: a header whose value is the file's text, trailing line feeds removed.
     case headerFromFile(name: String, path: String)
-    /// `field@path` or `field@path;type=mime`: a file, which makes the request multipart.
+    /// `field@path` or `field@path;type=mime`: a file, which makes a `--form` request multipart
+    /// (without `--form` or `--multipart` it is a usage error, as in HTTPie).
     case file(name: String, path: String, mimeType: String?)
     /// `@path` or `@path;type=mime` (no name): the file is the whole body, as HTTPie's "request
     /// data from a filename".
