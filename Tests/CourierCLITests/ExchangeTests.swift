@@ -87,6 +87,28 @@ struct ExchangeTests {
         }
     }
 
+    /// HTTPie sends `Accept: */*` (its HTTP library's default) unless the request is JSON, which
+    /// asks for `application/json, */*;q=0.5`; courier sent no `Accept` but with JSON.
+    @Test("Accept is */* by default and JSON's with JSON data or --json; an Accept item replaces or drops it")
+    func defaultAccept() async throws {
+        try await TestServer.withServer { server in
+            let url = server.url("/anything").absoluteString
+            func accept(_ arguments: [String]) async throws -> String? {
+                let result = try await CLIRunner.run(arguments)
+                #expect(result.status == 0, "\(result.standardError)")
+                return (try jsonObject(result)["headers"] as? [String: String])?["Accept"]
+            }
+            #expect(try await accept([url]) == "*/*")
+            #expect(try await accept(["POST", url]) == "*/*")
+            #expect(try await accept([url, "a=1"]) == "application/json, */*;q=0.5")
+            #expect(try await accept(["--json", url]) == "application/json, */*;q=0.5")
+            #expect(try await accept(["--form", url, "a=1"]) == "*/*")
+            #expect(try await accept(["--multipart", url, "a=1"]) == "*/*")
+            #expect(try await accept([url, "a=1", "Accept:text/html"]) == "text/html")
+            #expect(try await accept([url, "Accept:"]) == nil)
+        }
+    }
+
     /// `User-Agent:` and `Accept-Encoding:` (HTTPie's way to drop a field) dropped only what the
     /// command set: the engine added the library's `User-Agent` (which names the OS version) and
     /// its `Accept-Encoding: deflate, gzip`, and `--verbose` showed a request that was not the one sent.
@@ -103,7 +125,7 @@ struct ExchangeTests {
             let verbose = try await CLIRunner.run(["--verbose", url, "User-Agent:", "Accept-Encoding:"])
             #expect(verbose.status == 0, "\(verbose.standardError)")
             let requestHead = verbose.output.components(separatedBy: "\n\n").first ?? ""
-            #expect(requestHead == "GET /headers HTTP/1.1\nHost: 127.0.0.1:\(server.port)", "\(requestHead)")
+            #expect(requestHead == "GET /headers HTTP/1.1\nHost: 127.0.0.1:\(server.port)\nAccept: */*", "\(requestHead)")
 
             // Given again after it was dropped, a field goes as given.
             let again = try await CLIRunner.run([url, "User-Agent:", "User-Agent:mine", "Accept-Encoding:", "Accept-Encoding:gzip"])

@@ -17,6 +17,6 @@ struct InvocationTests {
         #expect(try Invocation.url(from: "example.org").absoluteString == "http://example.org")
         let result = try await CLIRunner.run(["--offline", ":"])
         #expect(result.status == 0, "\(result.standardError)")
-        #expect(result.output == "GET / HTTP/1.1\nHost: localhost\nUser-Agent: courier/0.1.0\n\n", "\(result.output)")
+        #expect(result.output == "GET / HTTP/1.1\nHost: localhost\nUser-Agent: courier/0.1.0\nAccept: */*\n\n", "\(result.output)")
     }
 }

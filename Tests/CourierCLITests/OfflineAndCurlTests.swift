@@ -42,6 +42,7 @@ struct OfflineAndCurlTests {
                 Host: localhost:8080
                 User-Agent: courier/0.1.0
                 Content-Type: application/x-www-form-urlencoded; charset=utf-8
+                Accept: */*
                 Content-Length: 34
 
                 user=ann&pass=a%26b%20c&we%3Dird=1
@@ -49,7 +50,7 @@ struct OfflineAndCurlTests {
 
                 """)
         let get = try await CLIRunner.run(["--offline", "https://example.com:443/", "page==2"])
-        #expect(get.output == "GET /?page=2 HTTP/1.1\nHost: example.com\nUser-Agent: courier/0.1.0\n\n")
+        #expect(get.output == "GET /?page=2 HTTP/1.1\nHost: example.com\nUser-Agent: courier/0.1.0\nAccept: */*\n\n")
     }
 
     /// HTTPie looks for a scheme at the start of the URL only: a `://` in the query of a URL
@@ -58,7 +59,7 @@ struct OfflineAndCurlTests {
     func schemeOnlyAtTheStart() async throws {
         let result = try await CLIRunner.run(["--offline", "example.com/login?next=https://example.com/"])
         #expect(result.status == 0, "\(result.standardError)")
-        #expect(result.output == "GET /login?next=https://example.com/ HTTP/1.1\nHost: example.com\nUser-Agent: courier/0.1.0\n\n", "\(result.output)")
+        #expect(result.output == "GET /login?next=https://example.com/ HTTP/1.1\nHost: example.com\nUser-Agent: courier/0.1.0\nAccept: */*\n\n", "\(result.output)")
         #expect(Invocation.startsWithScheme("HTTPS://example.com/"))
         #expect(Invocation.startsWithScheme("http+unix://%2Fvar%2Frun%2Fdocker.sock/info"))
         #expect(!Invocation.startsWithScheme("example.com/?next=http://example.com/"))
@@ -71,11 +72,11 @@ struct OfflineAndCurlTests {
     func repeatedHeaderItems() async throws {
         let repeated = try await CLIRunner.run(["--offline", "example.com", "X-A:1", "X-A:2", "x-a;"])
         #expect(repeated.status == 0, "\(repeated.standardError)")
-        #expect(repeated.output == "GET / HTTP/1.1\nHost: example.com\nUser-Agent: courier/0.1.0\nX-A: 1\nX-A: 2\nx-a: \n\n", "\(repeated.output)")
+        #expect(repeated.output == "GET / HTTP/1.1\nHost: example.com\nUser-Agent: courier/0.1.0\nAccept: */*\nX-A: 1\nX-A: 2\nx-a: \n\n", "\(repeated.output)")
         let agents = try await CLIRunner.run(["--offline", "example.com", "User-Agent:a", "X-B:1", "User-Agent:b"])
-        #expect(agents.output == "GET / HTTP/1.1\nHost: example.com\nUser-Agent: a\nX-B: 1\nUser-Agent: b\n\n", "\(agents.output)")
+        #expect(agents.output == "GET / HTTP/1.1\nHost: example.com\nUser-Agent: a\nAccept: */*\nX-B: 1\nUser-Agent: b\n\n", "\(agents.output)")
         let dropped = try await CLIRunner.run(["--offline", "example.com", "X-A:1", "X-A:2", "X-A:", "X-A:3"])
-        #expect(dropped.output == "GET / HTTP/1.1\nHost: example.com\nUser-Agent: courier/0.1.0\nX-A: 3\n\n", "\(dropped.output)")
+        #expect(dropped.output == "GET / HTTP/1.1\nHost: example.com\nUser-Agent: courier/0.1.0\nAccept: */*\nX-A: 3\n\n", "\(dropped.output)")
     }
 
     /// The engine sends a request's own `Host` instead of the URL's, and its own framing
@@ -85,7 +86,7 @@ struct OfflineAndCurlTests {
     func offlineShowsWhatTheEngineSends() async throws {
         let host = try await CLIRunner.run(["--offline", "example.com/x", "Host:other.example:8080"])
         #expect(host.status == 0, "\(host.standardError)")
-        #expect(host.output == "GET /x HTTP/1.1\nHost: other.example:8080\nUser-Agent: courier/0.1.0\n\n", "\(host.output)")
+        #expect(host.output == "GET /x HTTP/1.1\nHost: other.example:8080\nUser-Agent: courier/0.1.0\nAccept: */*\n\n", "\(host.output)")
         let length = try await CLIRunner.run(["--offline", "example.com/x", "a=b", "Content-Length:99"])
         #expect(length.status == 0, "\(length.standardError)")
         #expect(length.output.contains("\nContent-Length: 10\n"), "\(length.output)")
@@ -180,10 +181,20 @@ struct OfflineAndCurlTests {
         #expect(text.contains("Content-Disposition: form-data; name=\"doc\"; filename=\"note.txt\"\r\nContent-Type: text/plain\r\n\r\nfile body\r\n"))
     }
 
-    @Test("--json without data asks for JSON; --multipart sends plain fields as a form")
+    /// HTTPie's `--json` labels the request JSON without data too (its issue #137), and a POST
+    /// without data gets no label; courier sent `--json` without `Content-Type`, and a bare POST
+    /// labelled a form (the serializer's label of an empty body).
+    @Test("--json without data asks for JSON and labels the request JSON; a POST without data has no Content-Type; --multipart sends plain fields as a form")
     func jsonAndMultipartFlags() async throws {
         let json = try await CLIRunner.run(["--offline", "--json", "example.com/items"])
-        #expect(json.output == "GET /items HTTP/1.1\nHost: example.com\nUser-Agent: courier/0.1.0\nAccept: application/json, */*;q=0.5\n\n")
+        #expect(
+            json.output
+                == "GET /items HTTP/1.1\nHost: example.com\nUser-Agent: courier/0.1.0\nAccept: application/json, */*;q=0.5\nContent-Type: application/json\n\n",
+            "\(json.output)")
+        let post = try await CLIRunner.run(["--offline", "POST", "example.com/items"])
+        #expect(post.output == "POST /items HTTP/1.1\nHost: example.com\nUser-Agent: courier/0.1.0\nAccept: */*\n\n", "\(post.output)")
+        let form = try await CLIRunner.run(["--offline", "--form", "POST", "example.com/items"])
+        #expect(form.output.contains("\nContent-Type: application/x-www-form-urlencoded; charset=utf-8\n"), "\(form.output)")
         let multipart = try await CLIRunner.run(["--offline", "--multipart", "example.com/up", "a=1"])
         #expect(multipart.status == 0)
         #expect(multipart.output.hasPrefix("POST /up HTTP/1.1\n"))

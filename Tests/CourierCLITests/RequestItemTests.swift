@@ -42,7 +42,7 @@ struct EmbeddedFileItemTests {
         let result = try await CLIRunner.run(["--offline", "example.com/x", "X-Data:@\(token.path)", "text==@\(query.path)"])
         #expect(result.status == 0, "\(result.standardError)")
         #expect(
-            result.output == "GET /x?text=a%20b HTTP/1.1\nHost: example.com\nUser-Agent: courier/0.1.0\nX-Data: secret token\n\n",
+            result.output == "GET /x?text=a%20b HTTP/1.1\nHost: example.com\nUser-Agent: courier/0.1.0\nAccept: */*\nX-Data: secret token\n\n",
             "\(result.output)")
     }
 }

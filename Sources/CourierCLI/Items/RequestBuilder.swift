@@ -73,14 +73,17 @@ struct RequestBuilder {
                         }
                     }
                 }
+                request.setValue(Self.anyAccept, forHTTPHeaderField: "Accept")
             case .json, .form, .none, .standardInput, .file:
                 request = try serializer.request(method: method, urlString: urlString, parameters: nil)
-                // Standard input's bytes are labelled as HTTPie labels them: JSON unless --form (a
-                // `Content-Type:` item overrides either).
-                let labelledJSON = kind == .json || (kind == .standardInput && !self.command.form)
-                if labelledJSON || kind == .file || self.command.json {
-                    request.setValue("application/json, */*;q=0.5", forHTTPHeaderField: "Accept")
-                }
+                // HTTPie's default fields (a `Content-Type:` or `Accept:` item overrides them):
+                // data sent as JSON (items, standard input unless --form, an `@path` file) or
+                // `--json` ask for JSON, and the body is labelled JSON (`--json` labels it even
+                // without data; a file keeps its own type), `--form` labels it a form even without
+                // data; anything else asks for `*/*` and has no `Content-Type`.
+                let labelledJSON = kind == .json || (kind == .standardInput && !self.command.form) || (kind == .none && self.command.json)
+                let acceptsJSON = labelledJSON || kind == .file || self.command.json
+                request.setValue(acceptsJSON ? Self.jsonAccept : Self.anyAccept, forHTTPHeaderField: "Accept")
                 switch kind {
                 case .json: request.body = .data(try self.jsonBody())
                 case .form: request.body = .data(Data(try self.formBody().utf8))
@@ -93,8 +96,11 @@ struct RequestBuilder {
                 }
                 if labelledJSON {
                     request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-                } else if kind == .form || kind == .standardInput {
+                } else if self.command.form || kind == .standardInput {
                     request.setValue("application/x-www-form-urlencoded; charset=utf-8", forHTTPHeaderField: "Content-Type")
+                } else if kind == .none {
+                    // The serializer labels the empty body of a POST or PUT a form; HTTPie sends no label.
+                    request.setValue(nil, forHTTPHeaderField: "Content-Type")
                 }
             }
         } catch let error as CourierError {
@@ -107,6 +113,12 @@ struct RequestBuilder {
         }
         return BuiltRequest(request: request, bodyKind: kind, items: items)
     }
+
+    /// The `Accept` HTTPie sends with JSON (data sent as JSON, or `--json`).
+    static let jsonAccept = "application/json, */*;q=0.5"
+
+    /// The `Accept` HTTPie sends otherwise (the one its HTTP library, requests, sends by default).
+    static let anyAccept = "*/*"
 
     /// The header items, in order: the first item of a name replaces the field the command set
     /// (`User-Agent:…`), a later one of the same name adds a field, as HTTPie 3 and xh send them

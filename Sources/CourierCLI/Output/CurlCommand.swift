@@ -62,8 +62,11 @@ struct CurlCommand {
         // The method, URL, header fields and body as the library describes them; a multipart body
         // is written from the command line's items instead, as curl's own --form parts.
         let multipart = built.bodyKind == .multipart
+        var omitted: Set<HTTPField.Name> = multipart ? [.contentType] : []
+        // curl sends `Accept: */*` of its own.
+        if request.headerFields[.accept] == RequestBuilder.anyAccept { omitted.insert(.accept) }
         do {
-            line += try request.cURLArguments(omitting: multipart ? [.contentType] : [], includingBody: !multipart)
+            line += try request.cURLArguments(omitting: omitted, includingBody: !multipart)
         } catch {
             throw CLIFailure(.failure, "the body is not text; curl would need it in a file")
         }
