@@ -87,6 +87,41 @@ struct ExchangeTests {
         }
     }
 
+    /// HTTPie's `--print`/`-p` letters (H request head, B request body, h response head, b
+    /// response body, m metadata: courier's metrics) were not taken: the command line was refused.
+    @Test("--print chooses the parts printed, over --verbose; an unknown letter is a bad command line")
+    func printChoosesTheParts() async throws {
+        try await TestServer.withServer { server in
+            let url = server.url("/post").absoluteString
+            let requestBody = try await CLIRunner.run(["-p", "B", url, "a=1"])
+            #expect(requestBody.status == 0, "\(requestBody.standardError)")
+            #expect(requestBody.output == "{\"a\": \"1\"}\n\n", "\(requestBody.output)")
+
+            let heads = try await CLIRunner.run(["--print", "Hh", url, "a=1"])
+            #expect(heads.status == 0, "\(heads.standardError)")
+            #expect(heads.output.hasPrefix("POST /post HTTP/1.1\n"), "\(heads.output)")
+            #expect(heads.output.contains("\n\nHTTP/1.1 200 OK\n"), "\(heads.output)")
+            #expect(!heads.output.contains("{"), "no body: \(heads.output)")
+
+            let responseHead = try await CLIRunner.run(["-v", "-p", "h", url, "a=1"])
+            #expect(responseHead.output.hasPrefix("HTTP/1.1 200 OK\n"), "\(responseHead.output)")
+            #expect(!responseHead.output.contains("POST /post"), "\(responseHead.output)")
+
+            // The metrics of the whole exchange: the body is read, not printed.
+            let metadata = try await CLIRunner.run(["-p", "m", url, "a=1"])
+            #expect(metadata.status == 0, "\(metadata.standardError)")
+            #expect(metadata.output.hasPrefix("* POST \(url) 200"), "\(metadata.output)")
+            #expect(!metadata.output.contains("{"), "no body: \(metadata.output)")
+
+            let offline = try await CLIRunner.run(["--offline", "-p", "B", url, "a=1"])
+            #expect(offline.output == "{\"a\": \"1\"}\n\n", "\(offline.output)")
+
+            let unknown = try await CLIRunner.run(["-p", "hx", url])
+            #expect(unknown.status == 64)
+            #expect(unknown.errorLines.first?.hasPrefix("courier: error: --print hx: unknown output option 'x'") == true, "\(unknown.standardError)")
+        }
+    }
+
     /// HTTPie sends `Accept: */*` (its HTTP library's default) unless the request is JSON, which
     /// asks for `application/json, */*;q=0.5`; courier sent no `Accept` but with JSON.
     @Test("Accept is */* by default and JSON's with JSON data or --json; an Accept item replaces or drops it")

@@ -27,21 +27,23 @@ struct Exchange {
         do {
             streamed = try await self.session.stream(built.request)
         } catch {
-            if parts.requestHead { try await printer.printRequest(shown, body: parts.requestBody, decompressing: decompressing) }
+            if parts.requestHead || parts.requestBody {
+                try await printer.printRequest(shown, head: parts.requestHead, body: parts.requestBody, decompressing: decompressing)
+            }
             throw CLIFailure.request(error)
         }
-        if parts.requestHead {
+        if parts.requestHead || parts.requestBody {
             // After redirects, the request that got this response (HTTPie shows the last exchange
             // too): its method, URL and body as the redirects left them.
             let current = streamed.task.currentRequest
             let redirected = current.url != built.request.url
-            if redirected {
+            if redirected && parts.requestHead {
                 Console.standardOutput.write(line: "* followed redirects from \(built.request.method.rawValue) \(built.request.url.absoluteString)")
             }
             let sent = redirected ? BuiltRequest(request: current, bodyKind: current.body.isEmpty ? .none : built.bodyKind, items: built.items) : shown
             try await printer.printRequest(
-                sent, body: parts.requestBody, decompressing: decompressing, networkProtocolName: streamed.task.networkProtocolName,
-                expectContinueThreshold: self.session.configuration.expectContinueThreshold)
+                sent, head: parts.requestHead, body: parts.requestBody, decompressing: decompressing,
+                networkProtocolName: streamed.task.networkProtocolName, expectContinueThreshold: self.session.configuration.expectContinueThreshold)
         }
         if parts.responseHead { printer.printResponseHead(streamed.response, networkProtocolName: streamed.task.networkProtocolName) }
         var bodyEndsLine = true
@@ -52,15 +54,18 @@ struct Exchange {
             if parts.responseHead, let trailers = streamed.task.responseTrailers, !trailers.isEmpty {
                 printer.printTrailers(trailers)
             }
+        } else if parts.metadata {
+            // The metrics are of the whole exchange: the body is read to its end, unprinted.
+            try await Self.discardBody(of: streamed)
         } else {
             streamed.task.cancel()
         }
-        // `--verbose`: the task's metrics once the body ended (a body left unread ends the task
-        // by cancellation, whose metrics say little).
-        if self.command.verbose, parts.responseBody, let metrics = streamed.task.metrics {
-            // On a terminal a blank line; piped, the body as it came, so its last line ended here
-            // when it did not (the first metrics line was glued to it).
-            if self.style.terminal || !bodyEndsLine { console.write("\n") }
+        // `--verbose`, `--print m`: the task's metrics once the body ended (a body left unread
+        // ends the task by cancellation, whose metrics say little).
+        if parts.metadata, let metrics = streamed.task.metrics {
+            // After a body, on a terminal a blank line; piped, the body as it came, so its last
+            // line ended here when it did not (the first metrics line was glued to it).
+            if parts.responseBody, self.style.terminal || !bodyEndsLine { console.write("\n") }
             printer.printMetrics(metrics)
         }
         if self.command.checkStatus, let status = ExitStatus.checking(streamed.response.status, followingRedirects: self.command.follow) {
@@ -68,6 +73,16 @@ struct Exchange {
                 Console.standardError.write(line: "courier: warning: HTTP \(streamed.response.status.code) \(streamed.response.status.reasonPhrase)")
             }
             throw status
+        }
+    }
+
+    /// Reads the body to its end and drops it.
+    private static func discardBody(of streamed: DataStreamResponse) async throws(CLIFailure) {
+        var iterator = streamed.body.makeAsyncIterator()
+        do {
+            while try await iterator.next() != nil {}
+        } catch {
+            throw CLIFailure.request(error)
         }
     }
 

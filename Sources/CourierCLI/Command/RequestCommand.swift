@@ -87,8 +87,15 @@ struct RequestCommand: AsyncParsableCommand {
     @Flag(name: [.customShort("c"), .customLong("continue")], help: "With --download -o: resume a partial file.")
     var resume = false
 
-    @Flag(name: [.customShort("v"), .long], help: "Print the request and the response, heads and bodies.")
+    @Flag(name: [.customShort("v"), .long], help: "Print the request and the response, heads and bodies, and the metrics.")
     var verbose = false
+
+    @Option(
+        name: [.customShort("p"), .customLong("print")],
+        help: ArgumentHelp(
+            "What to print, as HTTPie's letters: H request head, B request body, h response head, b response body, m metrics (instead of the defaults and --verbose's).",
+            valueName: "HBhbm"))
+    var printed: String?
 
     @Flag(name: [.customShort("h"), .long], help: "Print the response head only.")
     var headers = false
@@ -173,6 +180,9 @@ struct RequestCommand: AsyncParsableCommand {
         if self.words.isEmpty { throw ValidationError("missing URL: courier [METHOD] URL [ITEM ...]") }
         if self.maxRedirects < 0 { throw ValidationError("--max-redirects must not be negative") }
         if let timeout, !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds") }
+        if let printed = self.printed, let unknown = printed.first(where: { !OutputParts.letters.contains($0) }) {
+            throw ValidationError("--print \(printed): unknown output option '\(unknown)' (H request head, B request body, h response head, b response body, m metrics)")
+        }
         if [self.json, self.form, self.multipart].filter({ $0 }).count > 1 {
             throw ValidationError("choose one of --json, --form and --multipart")
         }
@@ -206,8 +216,12 @@ struct RequestCommand: AsyncParsableCommand {
             return
         }
         if self.offline {
-            let printer = MessagePrinter(style: style, console: .standardOutput, proxies: proxy)
-            try await printer.printRequest(jar?.showing(built) ?? built, body: true, decompressing: false)
+            // The request's head and body, as HTTPie's `--offline` prints them, or what `--print` names of them.
+            let parts = self.printed.map { OutputParts(letters: $0) } ?? OutputParts(requestHead: true, requestBody: true, responseHead: false, responseBody: false)
+            if parts.requestHead || parts.requestBody {
+                let printer = MessagePrinter(style: style, console: .standardOutput, proxies: proxy)
+                try await printer.printRequest(jar?.showing(built) ?? built, head: parts.requestHead, body: parts.requestBody, decompressing: false)
+            }
             return
         }
         // `Expect:` (HTTPie's way to drop a field) drops the one the engine would add, too; so do

@@ -34,17 +34,26 @@ struct Downloader {
         }
         // Printed once the response head says which protocol carried the request.
         let shown = BuiltRequest(request: request, bodyKind: built.bodyKind, items: built.items)
+        // The request with `--verbose` or `--print H`/`B`; the response head unless `--print`
+        // leaves `h` out (the body goes to the file whatever they say).
+        let parts = OutputParts(command: self.command, terminal: true)
+        let printsRequest = parts.requestHead || parts.requestBody
 
         let streamed: DataStreamResponse
         do {
             streamed = try await self.session.stream(request)
         } catch {
-            if self.command.verbose { try await printer.printRequest(shown, body: true) }
+            if printsRequest { try await printer.printRequest(shown, head: parts.requestHead, body: parts.requestBody) }
             throw CLIFailure.request(error)
         }
-        if self.command.verbose { try await printer.printRequest(shown, body: true, networkProtocolName: streamed.task.networkProtocolName) }
+        if printsRequest {
+            try await printer.printRequest(
+                shown, head: parts.requestHead, body: parts.requestBody, networkProtocolName: streamed.task.networkProtocolName)
+        }
         let response = streamed.response
-        printer.printResponseHead(response, networkProtocolName: streamed.task.networkProtocolName)
+        if parts.responseHead || self.command.printed == nil {
+            printer.printResponseHead(response, networkProtocolName: streamed.task.networkProtocolName)
+        }
 
         if offset > 0 && response.status.code == 416, Self.isComplete(offset, answer: response, sentValidator: sentValidator != nil) {
             streamed.task.cancel()

@@ -22,8 +22,9 @@ struct MessagePrinter {
     /// request that got no response).
     /// `expectContinueThreshold` (the session's): a body of at least that many bytes went out
     /// announced with `Expect: 100-continue` over HTTP/1.1, which the engine adds as it sends.
+    /// With `head` false (`--print B`), the body and its trailer fields alone.
     func printRequest(
-        _ built: BuiltRequest, body: Bool, decompressing: Bool = true, networkProtocolName: String? = nil,
+        _ built: BuiltRequest, head: Bool = true, body: Bool, decompressing: Bool = true, networkProtocolName: String? = nil,
         expectContinueThreshold: Int64? = nil
     ) async throws {
         let request = built.request
@@ -67,7 +68,7 @@ struct MessagePrinter {
         {
             lines.append(self.field("Expect", "100-continue"))
         }
-        self.console.write(lines.joined(separator: "\n") + "\n\n")
+        if head { self.console.write(lines.joined(separator: "\n") + "\n\n") }
         guard body else { return }
         if built.bodyKind == .standardInput, request.body.data == nil, !request.body.isEmpty {
             // Streamed as it was read: gone once sent, never held whole.
