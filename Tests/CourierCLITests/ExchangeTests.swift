@@ -133,14 +133,22 @@ struct ExchangeTests {
                 #expect(result.status == 0, "\(result.standardError)")
                 return (try jsonObject(result)["headers"] as? [String: String])?["Accept"]
             }
-            #expect(try await accept([url]) == "*/*")
-            #expect(try await accept(["POST", url]) == "*/*")
-            #expect(try await accept([url, "a=1"]) == "application/json, */*;q=0.5")
-            #expect(try await accept(["--json", url]) == "application/json, */*;q=0.5")
-            #expect(try await accept(["--form", url, "a=1"]) == "*/*")
-            #expect(try await accept(["--multipart", url, "a=1"]) == "*/*")
-            #expect(try await accept([url, "a=1", "Accept:text/html"]) == "text/html")
-            #expect(try await accept([url, "Accept:"]) == nil)
+            let plain = try await accept([url])
+            #expect(plain == "*/*")
+            let post = try await accept(["POST", url])
+            #expect(post == "*/*")
+            let jsonItems = try await accept([url, "a=1"])
+            #expect(jsonItems == "application/json, */*;q=0.5")
+            let jsonFlag = try await accept(["--json", url])
+            #expect(jsonFlag == "application/json, */*;q=0.5")
+            let form = try await accept(["--form", url, "a=1"])
+            #expect(form == "*/*")
+            let multipart = try await accept(["--multipart", url, "a=1"])
+            #expect(multipart == "*/*")
+            let given = try await accept([url, "a=1", "Accept:text/html"])
+            #expect(given == "text/html")
+            let dropped = try await accept([url, "Accept:"])
+            #expect(dropped == nil)
         }
     }
 
