@@ -598,6 +598,8 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         var taken: TaskOutcome?
         let end = self.state.withLockedValue { state -> TaskEndRecord in
             let outcome = state.awaitedOutcome.take()!
+            // Every task kind hands its `async` caller an end not settled yet (a download's too).
+            assert(!outcome.isSettled, "an awaited outcome was settled before its caller took it")
             let end = state.takeEnd(originalRequest: self.originalRequest, response: outcome.response, error: outcome.error)
             taken = consume outcome
             return end
