@@ -47,7 +47,9 @@ extension HTTPRequestOperation {
             operation.completionGroup = group
             let original = operation.completionBlock
             group.enter()
-            operation.completionBlock = {
+            // Undispatched: the count is queued on `completionQueue` below, and `original`
+            // queues its own work (a plain block set by the user, on the operation's queue).
+            operation.setCompletionBlockUndispatched {
                 original?()
                 completionQueue.async(group: group) {
                     // Counted where it is reported: two operations that finish together may

@@ -97,13 +97,15 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
         set { self.state.withLockedValue { $0.responseSerializer = newValue } }
     }
 
-    /// Where `success`, `failure` and the progress blocks run; nil (the default) means the main queue.
+    /// Where `success`, `failure`, the progress blocks and a plain `completionBlock` run; nil (the
+    /// default) means the main queue.
     public var completionQueue: DispatchQueue? {
         get { self.state.withLockedValue { $0.completionQueue } }
         set { self.state.withLockedValue { $0.completionQueue = newValue } }
     }
 
-    /// A group that `success` or `failure` runs in, to be notified when they have run.
+    /// A group that `success` or `failure` (or a plain `completionBlock`) runs in, to be notified
+    /// when they have run.
     public var completionGroup: DispatchGroup? {
         get { self.state.withLockedValue { $0.completionGroup } }
         set { self.state.withLockedValue { $0.completionGroup = newValue } }
@@ -119,6 +121,34 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
         self.state.withLockedValue { $0.downloadProgress = block }
     }
 
+    /// Runs once the operation has finished, as AFNetworking 2.x's: on the ``completionQueue``
+    /// (the main queue when nil), in the ``completionGroup``, not on a Foundation thread.
+    public override var completionBlock: (@Sendable () -> Void)? {
+        get { super.completionBlock }
+        set {
+            guard let block = newValue else {
+                super.completionBlock = nil
+                return
+            }
+            // Weakly: Foundation holds the operation while it runs its completion block, and
+            // an operation that never runs is not kept alive by a block that holds it.
+            super.completionBlock = { [weak self] in
+                guard let self else { return }
+                let (queue, group) = self.state.withLockedValue {
+                    ($0.completionQueue ?? SessionManager.mainQueue, $0.completionGroup)
+                }
+                queue.async(group: group) { block() }
+            }
+        }
+    }
+
+    /// Sets the block Foundation runs when the operation finishes as it is, on Foundation's
+    /// thread: for blocks that queue their own work on the ``completionQueue`` (success and
+    /// failure, a batch's count).
+    func setCompletionBlockUndispatched(_ block: (@Sendable () -> Void)?) {
+        super.completionBlock = block
+    }
+
     /// Sets the operation's `completionBlock` to call `success` or `failure` on the
     /// ``completionQueue`` (in the ``completionGroup``) once the operation has finished.
     ///
@@ -126,7 +156,8 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
     /// operation) and is dropped once it ran, so the operation does not keep itself alive after
     /// that; an operation that never runs keeps itself until its completion block is replaced.
     public func setCompletionBlockWithSuccess(_ success: Success?, failure: Failure?) {
-        self.completionBlock = { [self] in
+        // It queues `success` or `failure` on the completion queue itself.
+        self.setCompletionBlockUndispatched({ [self] in
             let (queue, group, error, object) = self.state.withLockedValue {
                 ($0.completionQueue ?? SessionManager.mainQueue, $0.completionGroup, $0.error, $0.responseObject)
             }
@@ -140,7 +171,7 @@ public final class HTTPRequestOperation: Operation, @unchecked Sendable {
                 group?.leave()
             }
             self.completionBlock = nil
-        }
+        })
     }
 
     // MARK: Results

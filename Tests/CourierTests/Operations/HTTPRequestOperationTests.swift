@@ -903,6 +903,39 @@ struct HTTPRequestOperationTests {
         }
     }
 
+    /// A plain `completionBlock` runs as AFNetworking 2.x's (`AFURLConnectionOperation`'s
+    /// `setCompletionBlock:`): on the operation's completion queue, in its completion group. It
+    /// ran on a Foundation thread, outside the group.
+    @Test func aPlainCompletionBlockRunsOnTheCompletionQueueInTheGroup() async throws {
+        try await withTestServer { server in
+            try await self.withOperationManager(server) { manager in
+                // A queue of this test's own: the block holds it until the test says.
+                let queue = DispatchQueue(label: "courier.tests.operations.plain")
+                queue.setSpecific(key: TestQueues.key, value: "plain")
+                let group = DispatchGroup()
+                let operation = manager.httpRequestOperation(with: Request(url: server.url("/get")), success: nil, failure: nil)
+                operation.completionQueue = queue
+                operation.completionGroup = group
+                let started = Recorder<Bool>()
+                let proceed = DispatchSemaphore(value: 0)
+                operation.completionBlock = {
+                    started.append(DispatchQueue.getSpecific(key: TestQueues.key) == "plain")
+                    proceed.wait()
+                }
+                manager.operationQueue.addOperation(operation)
+                #expect(await started.wait { $0.count == 1 })
+                #expect(started.all == [true], "the completion block ran off the completion queue")
+                // Not waiting: whether the group is entered while the block runs.
+                #expect(group.wait(timeout: .now()) == .timedOut, "the completion block runs outside the group")
+                let notified: Bool = await awaitCallback { done in
+                    group.notify(queue: .global()) { done(true) }
+                    proceed.signal()
+                }
+                #expect(notified)
+            }
+        }
+    }
+
     /// AFNetworking's empty batch: one operation, which calls `completion` with no operations.
     @Test func anEmptyBatchIsOneOperationThatCompletesWithNone() async throws {
         let queue = OperationQueue()
