@@ -446,6 +446,11 @@ struct FullDiskDownloadTests {
     private static func fillDisk(_ folder: URL) throws -> URL {
         let filler = folder.appendingPathComponent("filler")
         let free = (try FileManager.default.attributesOfFileSystem(forPath: folder.path)[.systemFreeSize] as? NSNumber)?.intValue ?? 0
+        // A folder that is not on the small file system (unmounted under the test) would make a
+        // buffer of the whole disk's free space, which traps and takes the test process with it.
+        guard free <= 64 << 20 else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: folder.path, NSLocalizedDescriptionKey: "\(folder.path) has \(free) bytes free: not the small file system"])
+        }
         try Data(count: max(0, free - (64 << 10))).write(to: filler)
         return filler
     }
