@@ -502,11 +502,11 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         var unheard: UnheardEnd?
         // An `async` caller's end is left where the caller takes it in the same transaction
         // (``takeAwaitedOutcome()``), its delivery counted first (an atomic, no lock); the caller
-        // (`awaiting`) is woken after the lock, once a held report went out. A held report's data
-        // hook gets the manager, the task and the body (`heldHook`, nil without a held report).
+        // (`awaiting`) is woken after the lock, once a held report went out. A held report goes
+        // out with what its data hook gets: the manager, the task and the body.
         let finished = self.state.withLockedValue {
             state -> (
-                completion: TaskCompletion, held: HeldReport?, heldHook: (SessionManager, SessionTask, Data?)?,
+                completion: TaskCompletion, held: (report: HeldReport, manager: SessionManager, task: SessionTask, data: Data?)?,
                 awaiting: UnsafeContinuation<Void, Never>?
             )? in
             guard state.machine.complete(), let (task, manager, completion) = state.takeHoldsAtCompletion(else: &unheard) else { return nil }
@@ -520,10 +520,9 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             let finalError = (state.bodyFailure ?? error)?.adding(request: state.currentRequest, response: state.response, data: data)
             state.error = finalError
             // A response whose progress was held back is the task's last: report it now.
-            let held = HeldReport(taking: &state, succeeded: finalError == nil)
+            let held = HeldReport(taking: &state, succeeded: finalError == nil).map { ($0, manager, task, data) }
             if finalError == nil { state.progress.settleTotals() }
             state.progress.dropHandlers()
-            let heldHook = held != nil ? (manager, task, data) : nil
             let awaited = if case .awaiting = completion { true } else { false }
             // Counted as a handler's delivery is: the caller settles the end (the task leaves the
             // registry) before it serializes, runs the hook and posts, and an invalidated manager
@@ -534,16 +533,16 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
                 task: task, manager: manager, request: state.currentRequest, response: state.response, data: data, error: finalError)
             guard awaited else {
                 made = consume outcome
-                return (completion, held, heldHook, nil)
+                return (completion, held, nil)
             }
             state.awaitedOutcome = consume outcome
-            return (completion, held, heldHook, state.awaitingCaller.take())
+            return (completion, held, state.awaitingCaller.take())
         }
-        guard let (completion, held, heldHook, awaiting) = finished else {
+        guard let (completion, held, awaiting) = finished else {
             unheard.map(self.endUnheard)
             return
         }
-        if let held, let (manager, task, data) = heldHook {
+        if let (held, manager, task, data) = held {
             held.send()
             if let hook = self.hook({ $0.dataTaskDidReceiveData }), let data, !data.isEmpty {
                 hook(manager, task, data)
