@@ -461,45 +461,61 @@ extension TaskDelegate {
 
     // MARK: Responses
 
-    /// The final response head arrived: cookies stored, the cache invalidated after an unsafe
-    /// method, and a `304` answering Courier's revalidation turned into the stored response
-    /// (its headers updated), whose body is returned to be delivered. Returns the status code of
-    /// the response to deliver, read once here for the sink and the retry decision, and the
-    /// revalidated response with its body when it is not `response` (nil otherwise: `response`
-    /// is not copied into the answer).
-    ///
-    /// Returns nil when the response is the head of a redirect the session declined because the
-    /// cache answers its target (``HopState/afterExchange``): the exchange is to be cancelled.
-    func finalResponseArrived(
-        _ response: HTTPResponse, url: URL
-    ) -> (status: Int, revalidated: (response: HTTPResponse, storedBody: ByteBuffer?)?)? {
-        let status = response.status.code
+    /// What the delegate does with a final response head, once the hop's facts were read.
+    enum ArrivedHead {
+        /// The sink recorded it in the head's transaction (``BodySink/recordHeadUnderLock(_:status:url:holding:in:delegate:)``):
+        /// the rest is the sink's ``BodySink/headRecorded(_:response:status:holding:delegate:)``.
+        case recorded(RecordedHead)
+        /// Not recorded yet (a download's): the sink takes the whole head, ``BodySink/headArrived(_:status:url:delegate:)``.
+        case unrecorded
+        /// A `304` that confirmed a stored response: the stored one, its headers updated, with
+        /// its status code and its body to deliver.
+        case revalidated(status: Int, response: HTTPResponse, storedBody: ByteBuffer?)
+        /// The head of a redirect the session declined because the cache answers its target
+        /// (``HopState/afterExchange``), or one that came after the caller's `cancel()`: the
+        /// exchange is to be cancelled.
+        case declined
+    }
+
+    /// The final response head arrived, with its status code (read once, for the sink and the
+    /// retry decision) and whether its progress is held back for a possible retry. One
+    /// transaction reads what the hop knows of it and, unless it answers Courier's revalidation,
+    /// has the sink record it (so that the head takes the task's lock once); then, unlocked, its
+    /// cookies are stored and the cache invalidated after an unsafe method, and a `304` answering
+    /// Courier's revalidation is turned into the stored response (its headers updated), whose
+    /// body is to be delivered.
+    func finalResponseArrived(_ response: HTTPResponse, url: URL, status: Int, holding: Bool) -> ArrivedHead {
         let cache = self.configurationReference.value.responseCache
         // The cache's clock, read only when there is a cache (the dates are for what it stores).
         let now = cache?.now
         // What the response needs of the hop, in one transaction; not a copy of the whole hop
         // state, which would retain each of its requests, URLs and strings.
         // A tuple, not an optional one: returned as it is, its request is not copied (a retain).
-        let (source, handlesCookies, request, revalidating, requestDate, handled, declined) = self.state.withLockedValue { state in
+        let (source, handlesCookies, request, revalidating, requestDate, handled, declined, recorded) = self.state.withLockedValue { state in
             if state.hop.source != .cache { state.hop.responseDate = now }
             defer { state.hop.handledDeclinedRedirect = false }
+            // A head that reached the loop after the caller's `cancel()` (whose cancel is on
+            // its way to the exchange) is refused like a declined redirect's: the task ends
+            // cancelled without a response, no monitor, hook or cookie store hears of it.
+            let declined = state.hop.afterExchange != nil || state.machine.isCancelling
+            let revalidating = status == 304 ? state.hop.revalidating : nil
+            // A 304 answering a revalidation is recorded as the stored response it confirms,
+            // once the cache has updated it (below).
+            let recorded = declined || revalidating != nil
+                ? nil : self.sink.recordHeadUnderLock(response, status: status, url: url, holding: holding, in: &state, delegate: self)
             return (
-                state.hop.source, state.hop.handlesCookies, state.hop.sentRequest ?? state.currentRequest,
-                status == 304 ? state.hop.revalidating : nil, state.hop.requestDate, state.hop.handledDeclinedRedirect,
-                // A head that reached the loop after the caller's `cancel()` (whose cancel is on
-                // its way to the exchange) is refused like a declined redirect's: the task ends
-                // cancelled without a response, no monitor, hook or cookie store hears of it.
-                state.hop.afterExchange != nil || state.machine.isCancelling
+                state.hop.source, state.hop.handlesCookies, state.hop.sentRequest ?? state.currentRequest, revalidating,
+                state.hop.requestDate, state.hop.handledDeclinedRedirect, declined, recorded
             )
         }
-        if declined { return nil }
+        if declined { return .declined }
         // The cache's own answer: nothing came from a server.
         if source == .cache {
             self.emit { $0.task($1, didAnswerFromCache: response, source: .cache) }
-            return (status, nil)
+            return recorded.map(ArrivedHead.recorded) ?? .unrecorded
         }
         if !handled { self.responseArrived(response, to: request, handlesCookies: handlesCookies) }
-        guard let stored = revalidating, let cache, let now else { return (status, nil) }
+        guard let stored = revalidating, let cache, let now else { return recorded.map(ArrivedHead.recorded) ?? .unrecorded }
         let updated = CachePlanner.updated(stored, with: response, requestDate: requestDate ?? now, responseDate: now)
         // A 304 that makes the response one the cache may not keep (`no-store`): answered with
         // this once, and forgotten (updated in place, it lost its `no-cache` and could be served
@@ -517,7 +533,8 @@ extension TaskDelegate {
             if keeps { monitor.task(task, didStoreInCache: updated) }
             monitor.task(task, didAnswerFromCache: served.response, source: .revalidatedCache)
         }
-        return (served.response.status.code, (served.response, served.data.isEmpty ? nil : ByteBuffer(data: served.data)))
+        return .revalidated(
+            status: served.response.status.code, response: served.response, storedBody: served.data.isEmpty ? nil : ByteBuffer(data: served.data))
     }
 
     /// Cookies and invalidation for any response a server sent to `request`.

@@ -22,17 +22,26 @@ extension TaskDelegate {
     /// did not fail the task itself (a body over the maximum size, a file that could not be
     /// written), the response did not come from the cache, a streamed task had not handed its
     /// response head to its consumer (it holds back a failed status that may be retried), the task is neither cancelled nor done, and the manager is
-    /// not invalidated.
-    func considerRetry(after error: CourierError?) -> Bool {
+    /// not invalidated. `failedStatus`: the sink found the status a failure already
+    /// (``BodySink/endSucceeded(delegate:)``), and it is not read again.
+    func considerRetry(after error: CourierError?, failedStatus: Bool = false) -> Bool {
         let interception = self.interception
-        // Success, the common case, costs one look at the status (and, with retriers that want a
-        // serializer's failures, the check).
-        // A ternary, not `&&`: its autoclosure would capture (copy) the whole state.
-        guard error != nil || self.state.withLockedValue({ $0.responseStatus >= 400 ? !$0.download.keptFileIsWhole : false }) else {
-            return interception.checksSerialization && self.checkSerialization()
-        }
         // Read before the task's lock: the registry's lock is never taken inside it.
-        guard let manager = self.manager, !manager.isInvalidated else { return false }
+        let manager: SessionManager?
+        if error != nil || failedStatus {
+            manager = self.manager
+        } else {
+            // Success, the common case, costs one look at the status (and, with retriers that want
+            // a serializer's failures, the check); a failed status reads the manager in the same
+            // transaction. A ternary, not `&&`: its autoclosure would capture (copy) the whole state.
+            let (failed, owner) = self.state.withLockedValue { state -> (Bool, SessionManager?) in
+                let failed = state.responseStatus >= 400 ? !state.download.keptFileIsWhole : false
+                return (failed, failed ? state.owner : nil)
+            }
+            guard failed else { return interception.checksSerialization && self.checkSerialization() }
+            manager = owner
+        }
+        guard let manager, !manager.isInvalidated else { return false }
         // Asked before the task's lock (the sink's lock is never taken inside it).
         let consumerHasResponse = self.sink.takesResponseAtHead
         let attempt = self.state.withLockedValue { state -> FailedAttempt? in

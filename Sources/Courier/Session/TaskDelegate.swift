@@ -344,7 +344,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     func exchange(willPerformRedirection response: HTTPResponse, newRequest: Request) -> Request? {
         // A redirect that reached the loop after the caller's `cancel()` (whose cancel is on its
         // way to the exchange) is declined before anyone hears of it; its head then is refused as
-        // a final head after a cancel is (``finalResponseArrived(_:url:)``). Its cookies were
+        // a final head after a cancel is (``finalResponseArrived(_:url:status:holding:)``). Its cookies were
         // stored, the redirect hook ran and the current request moved to its target.
         //
         // The engine counts the redirects of its own exchange only, and the attempt may have
@@ -434,13 +434,21 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     }
 
     func exchange(didReceive response: HTTPResponse, url: URL) -> ResponseDisposition {
-        // nil: the head of a redirect the session declined for the cache's answer.
-        guard let (status, revalidated) = self.finalResponseArrived(response, url: url) else { return .cancel }
-        guard let revalidated else { return self.sink.headArrived(response, status: status, url: url, delegate: self) }
-        let disposition = self.sink.headArrived(revalidated.response, status: status, url: url, delegate: self)
-        // A 304 that confirmed a stored response: its body is the stored one.
-        if disposition == .allow, let storedBody = revalidated.storedBody { self.sink.bodyArrived(storedBody, delegate: self) }
-        return disposition
+        let status = response.status.code
+        let holding = self.mayRetry(after: response, status: status)
+        switch self.finalResponseArrived(response, url: url, status: status, holding: holding) {
+        case .recorded(let recorded):
+            return self.sink.headRecorded(recorded, response: response, status: status, holding: holding, delegate: self)
+        case .unrecorded:
+            return self.sink.headArrived(response, status: status, url: url, delegate: self)
+        case .revalidated(let status, let revalidated, let storedBody):
+            let disposition = self.sink.headArrived(revalidated, status: status, url: url, delegate: self)
+            // A 304 that confirmed a stored response: its body is the stored one.
+            if disposition == .allow, let storedBody { self.sink.bodyArrived(storedBody, delegate: self) }
+            return disposition
+        case .declined:
+            return .cancel
+        }
     }
 
     func exchange(didReceive chunk: ByteBuffer) {
@@ -473,12 +481,21 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         var error = error
         if error?.code == .cancelled {
             // The caller's cancel, whichever cancel reached the exchange first: a head that came
-            // after `cancel()` was refused (``finalResponseArrived(_:url:)``), and the exchange
+            // after `cancel()` was refused (``finalResponseArrived(_:url:status:holding:)``), and the exchange
             // ended with that refusal's error, which names the response the task never had.
             let (cancelling, request) = self.state.withLockedValue { ($0.machine.isCancelling, $0.currentRequest) }
             if cancelling { error = .cancelled(request) }
         }
-        if self.considerRetry(after: error) { return }
+        // Success, the common case: the status is read in the transaction that completes.
+        var failedStatus = false
+        if error == nil, !self.interception.checksSerialization {
+            switch self.sink.endSucceeded(delegate: self) {
+            case .completed: return
+            case .failedStatus: failedStatus = true
+            case .notCompleted: break
+            }
+        }
+        if self.considerRetry(after: error, failedStatus: failedStatus) { return }
         self.complete(with: error)
     }
 
@@ -494,12 +511,16 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     }
 
     /// Ends a task whose body was gathered in memory, or streamed (the sinks' common end): the
-    /// state completes, and the end moves on to where it settles.
-    func completeWithGatheredBody(_ error: CourierError?) {
+    /// state completes, and the end moves on to where it settles. With `unlessFailedStatus`, a
+    /// response of status 400 or more is left for the retry decision instead
+    /// (``BodySink/endSucceeded(delegate:)``).
+    @discardableResult
+    func completeWithGatheredBody(_ error: CourierError?, unlessFailedStatus: Bool = false) -> SucceededEnd {
         // The outcome is made in place and moved out (`take()`), never copied: a copy of it
         // retains each of its fields.
         var made: TaskOutcome?
         var unheard: UnheardEnd?
+        var failedStatus = false
         // An `async` caller's end is left where the caller takes it in the same transaction
         // (``takeAwaitedOutcome()``), its delivery counted first (an atomic, no lock); the caller
         // (`awaiting`) is woken after the lock, once a held report went out. A held report goes
@@ -509,6 +530,10 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
                 completion: TaskCompletion, held: (report: HeldReport, manager: SessionManager, task: SessionTask, data: Data?)?,
                 awaiting: UnsafeContinuation<Void, Never>?
             )? in
+            if unlessFailedStatus, state.responseStatus >= 400 {
+                failedStatus = true
+                return nil
+            }
             guard state.machine.complete(), let (task, manager, completion) = state.takeHoldsAtCompletion(else: &unheard) else { return nil }
             let body = state.body.take()
             // A small body is copied out of the buffer it arrived in: cheaper than wrapping the
@@ -539,8 +564,9 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
             return (completion, held, state.awaitingCaller.take())
         }
         guard let (completion, held, awaiting) = finished else {
+            if failedStatus { return .failedStatus }
             unheard.map(self.endUnheard)
-            return
+            return .completed
         }
         if let (held, manager, task, data) = held {
             held.send()
@@ -556,19 +582,20 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
         case .awaiting:
             awaiting?.resume()
         case .handler(let serializer, let handler):
-            guard let outcome = made.take() else { return }
+            guard let outcome = made.take() else { return .completed }
             let manager = outcome.manager
             manager.complete(consume outcome, serializer: serializer, handler: handler)
         case .none, .download:
-            guard let outcome = made.take() else { return }
+            guard let outcome = made.take() else { return .completed }
             let manager = outcome.manager
             manager.complete(consume outcome, serializer: nil, handler: nil)
         case .outcome(let deliver):
-            guard var outcome = made.take() else { return }
+            guard var outcome = made.take() else { return .completed }
             outcome.manager.beginDelivery()
             self.settle(&outcome)
             deliver(consume outcome)
         }
+        return .completed
     }
 
     /// Leaves the task's end where its `async` caller takes it (``takeAwaitedOutcome()``), then
@@ -583,7 +610,7 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     }
 
     /// What the task's serializer made of the response it ended with, when it checked it for the
-    /// retriers (``considerRetry(after:)``); taken once.
+    /// retriers (``considerRetry(after:failedStatus:)``); taken once.
     func takeChecked() -> (object: (any Sendable)?, error: CourierError?)? {
         guard self.interception.checksSerialization else { return nil }
         return self.state.withLockedValue { $0.checked.take() }

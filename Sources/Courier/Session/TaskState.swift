@@ -6,6 +6,11 @@ import NIOCore
 struct TaskState {
     /// Where the task is in its life: the one authority on its phase, attempt and exchange.
     var machine = TaskMachine()
+    #if DEBUG
+    /// Debug builds only: the transactions taken on the task's lock so far
+    /// (``TaskState/countTransaction(_:)``), for the tests that pin how many an event takes.
+    var lockTransactions = 0
+    #endif
     /// Counts the calls that applied a pause-or-read wish to the exchange
     /// (``TaskDelegate/applyReceiveWish()``): a call that sees a newer number applies again.
     var receiveWishes = 0
@@ -232,3 +237,17 @@ struct TaskTracing {
     /// the number before it).
     var tracedHops = 0
 }
+
+#if DEBUG
+extension TaskState {
+    /// Debug builds only: counts a transaction on a task's lock, inside it. Called for every
+    /// `Mutex` transaction; a value that is not a task's state is left alone.
+    @inline(__always)
+    static func countTransaction<Value: ~Copyable>(_ value: inout Value) {
+        guard Value.self == TaskState.self else { return }
+        withUnsafeMutablePointer(to: &value) { pointer in
+            UnsafeMutableRawPointer(pointer).assumingMemoryBound(to: TaskState.self).pointee.lockTransactions += 1
+        }
+    }
+}
+#endif

@@ -33,6 +33,9 @@ extension DownloadPlan: BodySink {
     func end(with error: CourierError?, delegate: TaskDelegate) {
         delegate.completeDownload(with: error, plan: self)
     }
+
+    /// A download's end closes its file first: it always goes through the retry decision.
+    func endSucceeded(delegate: TaskDelegate) -> SucceededEnd { .notCompleted }
 }
 
 extension TaskDelegate {

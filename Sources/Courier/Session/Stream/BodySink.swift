@@ -16,7 +16,26 @@ protocol BodySink: Sendable {
     /// The final response head arrived (a 304 that confirmed a stored response arrives as the
     /// stored one), with its status code (read once per head: `HTTPResponse.status` copies the
     /// status and its reason phrase each time). Returns whether to read its body.
+    ///
+    /// The delegate calls this only for a head it did not record in its own transaction
+    /// (``recordHeadUnderLock(_:status:url:holding:in:delegate:)`` returned nil, or the head is a
+    /// revalidated stored response): the default records it in a transaction of its own, then
+    /// goes on as ``headRecorded(_:response:status:holding:delegate:)``.
     func headArrived(_ response: HTTPResponse, status: Int, url: URL, delegate: TaskDelegate) -> ResponseDisposition
+
+    /// The final response head's part under the task's lock: recorded in the task's state, inside
+    /// the transaction in which the delegate reads the hop's facts for it, so that the head takes
+    /// the lock once. `holding` says whether its progress is held back for a possible retry
+    /// (``TaskDelegate/mayRetry(after:status:)``). Must not take the task's lock (it holds it) or
+    /// any lock the task's lock is taken under. Nil when the sink records its head itself, after
+    /// the lock (a download, which opens its file first): the delegate then calls
+    /// ``headArrived(_:status:url:delegate:)``.
+    func recordHeadUnderLock(_ response: HTTPResponse, status: Int, url: URL, holding: Bool, in state: inout TaskState, delegate: TaskDelegate) -> RecordedHead?
+
+    /// The rest of a head that ``recordHeadUnderLock(_:status:url:holding:in:delegate:)`` recorded, after
+    /// the lock (and after the cookie store and the cache saw the response): progress, monitors,
+    /// hooks. Returns whether to read its body.
+    func headRecorded(_ recorded: RecordedHead, response: HTTPResponse, status: Int, holding: Bool, delegate: TaskDelegate) -> ResponseDisposition
 
     /// A chunk of the final response's body arrived.
     func bodyArrived(_ chunk: ByteBuffer, delegate: TaskDelegate)
@@ -24,6 +43,14 @@ protocol BodySink: Sendable {
     /// The task ends with `error` (nil: success): the last attempt's exchange finished, or the
     /// task was cancelled or failed before one ran. Completes the task, once, whoever calls first.
     func end(with error: CourierError?, delegate: TaskDelegate)
+
+    /// The last attempt's exchange finished without an error, and no serializer is to check the
+    /// response first: completes the task as ``end(with:delegate:)`` does, in the transaction that
+    /// reads the response's status, unless the status is a failure (400 or more), which goes to
+    /// the retry decision first (``TaskDelegate/considerRetry(after:failedStatus:)``). A sink that
+    /// does not complete this way (a download, whose file is closed first) says so: the delegate
+    /// then decides on a retry and ends the task with ``end(with:delegate:)``.
+    func endSucceeded(delegate: TaskDelegate) -> SucceededEnd
 
     /// Whether the consumer is behind, so that the exchange should stop reading for now. Asked
     /// outside the task's lock.
@@ -48,7 +75,45 @@ protocol BodySink: Sendable {
     var takesResponseAtHead: Bool { get }
 }
 
+/// What ``BodySink/endSucceeded(delegate:)`` did.
+enum SucceededEnd {
+    /// The task completed (or had already).
+    case completed
+    /// The response's status is 400 or more: the retry decision comes first.
+    case failedStatus
+    /// The sink ends its tasks another way: nothing was read.
+    case notCompleted
+}
+
+/// What a sink recorded of a final response head under the task's lock, for its part after it.
+struct RecordedHead {
+    var task: SessionTask?
+    /// The progress snapshots owed to `progressUpdates(for:)` consumers.
+    var deliveries: [ProgressDelivery]
+    /// The body's expected length (-1: unknown).
+    var expected: Int64
+    /// What the cache's copy of a streamed body needs, when the response may be stored.
+    var storing: HopState.Storing?
+}
+
 extension BodySink {
+    func recordHeadUnderLock(_ response: HTTPResponse, status: Int, url: URL, holding: Bool, in state: inout TaskState, delegate: TaskDelegate) -> RecordedHead? {
+        nil
+    }
+
+    func headRecorded(_ recorded: RecordedHead, response: HTTPResponse, status: Int, holding: Bool, delegate: TaskDelegate) -> ResponseDisposition {
+        preconditionFailure("a sink that records no head under the lock is not asked for the rest of one")
+    }
+
+    func headArrived(_ response: HTTPResponse, status: Int, url: URL, delegate: TaskDelegate) -> ResponseDisposition {
+        let holding = delegate.mayRetry(after: response, status: status)
+        let recorded = delegate.state.withLockedValue {
+            self.recordHeadUnderLock(response, status: status, url: url, holding: holding, in: &$0, delegate: delegate)
+        }
+        guard let recorded else { preconditionFailure("a sink that records its own head implements headArrived") }
+        return self.headRecorded(recorded, response: response, status: status, holding: holding, delegate: delegate)
+    }
+
     var isBehind: Bool { false }
     var usesCache: Bool { false }
     var takesResponseAtHead: Bool { false }
@@ -59,6 +124,10 @@ extension BodySink {
 
     func end(with error: CourierError?, delegate: TaskDelegate) {
         delegate.completeWithGatheredBody(error)
+    }
+
+    func endSucceeded(delegate: TaskDelegate) -> SucceededEnd {
+        delegate.completeWithGatheredBody(nil, unlessFailedStatus: true)
     }
 }
 
@@ -76,20 +145,26 @@ struct MemoryBodySink: BodySink {
         min(delegate.configurationReference.value.maximumResponseBodySize ?? Self.largestBody, Self.largestBody)
     }
 
-    func headArrived(_ response: HTTPResponse, status: Int, url: URL, delegate: TaskDelegate) -> ResponseDisposition {
-        let holding = delegate.mayRetry(after: response, status: status)
-        let largest = Int64(min(delegate.configurationReference.value.maximumResponseBodySize ?? 256 << 20, Self.largestBody))
-        let (task, deliveries) = delegate.state.withLockedValue { state -> (SessionTask?, [ProgressDelivery]) in
-            let expected = response.expectedBodyLength(status: status, answeringHEAD: state.currentRequest.method == .head)
-            let deliveries = state.recordResponse(response, status: status, url: url, expected: expected, holding: holding)
-            state.metrics?.responseBegan()
-            // A large body of announced length gets its buffer at once, not by doubling.
-            if expected > 64 * 1024, expected <= largest { state.body = ByteBufferAllocator().buffer(capacity: Int(expected)) }
-            return (state.task, deliveries)
+    /// Records the head, its expected length and the attempt's response start; a large body of
+    /// announced length gets its buffer here.
+    func recordHeadUnderLock(_ response: HTTPResponse, status: Int, url: URL, holding: Bool, in state: inout TaskState, delegate: TaskDelegate) -> RecordedHead? {
+        let expected = response.expectedBodyLength(status: status, answeringHEAD: state.currentRequest.method == .head)
+        let deliveries = state.recordResponse(response, status: status, url: url, expected: expected, holding: holding)
+        state.metrics?.responseBegan()
+        // A large body of announced length gets its buffer at once, not by doubling.
+        if expected > 64 * 1024,
+            expected <= Int64(min(delegate.configurationReference.value.maximumResponseBodySize ?? 256 << 20, Self.largestBody))
+        {
+            state.body = ByteBufferAllocator().buffer(capacity: Int(expected))
         }
-        delegate.deliver(deliveries)
-        if let task { delegate.didReceive(response, task: task) }
-        if let hook = delegate.hook({ $0.dataTaskDidReceiveResponse }), let task, let manager = delegate.manager {
+        return RecordedHead(task: state.task, deliveries: deliveries, expected: expected, storing: nil)
+    }
+
+    /// Progress owed, then the monitors and the response hook (which may cancel the body).
+    func headRecorded(_ recorded: RecordedHead, response: HTTPResponse, status: Int, holding: Bool, delegate: TaskDelegate) -> ResponseDisposition {
+        delegate.deliver(recorded.deliveries)
+        if let task = recorded.task { delegate.didReceive(response, task: task) }
+        if let hook = delegate.hook({ $0.dataTaskDidReceiveResponse }), let task = recorded.task, let manager = delegate.manager {
             return hook(manager, task, response)
         }
         return .allow

@@ -29,25 +29,29 @@ extension ResponseStreamSink: BodySink {
         delegate.completeWithGatheredBody(error)
     }
 
-    /// A streamed task's response head: recorded, then the waiting caller is told. A failed status
+    /// A streamed task's response head: recorded in the head's transaction, then the waiting caller
+    /// is told (``headRecorded(_:response:status:holding:delegate:)``). A failed status
     /// that a retrier may retry (``TaskDelegate/mayRetry(after:status:)``) is held back with its body, up
     /// to ``ResponseStreamSink/heldBodyLimit``, until the retriers have decided: the caller gets
     /// the last attempt's response, as a data task does.
-    func headArrived(_ response: HTTPResponse, status: Int, url: URL, delegate: TaskDelegate) -> ResponseDisposition {
-        let holding = delegate.mayRetry(after: response, status: status)
-        let (task, deliveries, storing, expected) = delegate.state.withLockedValue {
-            state -> (SessionTask?, [ProgressDelivery], HopState.Storing?, Int64) in
-            state.metrics?.responseBegan()
-            let expected = response.expectedBodyLength(status: status, answeringHEAD: state.currentRequest.method == .head)
-            let deliveries = state.recordResponse(response, status: status, url: url, expected: expected, holding: holding)
-            return (state.task, deliveries, state.hop.storing(currentRequest: state.currentRequest), expected)
-        }
+    func recordHeadUnderLock(_ response: HTTPResponse, status: Int, url: URL, holding: Bool, in state: inout TaskState, delegate: TaskDelegate) -> RecordedHead? {
+        state.metrics?.responseBegan()
+        let expected = response.expectedBodyLength(status: status, answeringHEAD: state.currentRequest.method == .head)
+        let deliveries = state.recordResponse(response, status: status, url: url, expected: expected, holding: holding)
+        return RecordedHead(task: state.task, deliveries: deliveries, expected: expected, storing: state.hop.storing(currentRequest: state.currentRequest))
+    }
+
+    /// The head's part after the lock: the sink keeps it (with the cache's copy, when the response
+    /// may be stored), the monitors and hooks hear of it, and the caller is woken (or the head is
+    /// held back, or the body gathered first).
+    func headRecorded(_ recorded: RecordedHead, response: HTTPResponse, status: Int, holding: Bool, delegate: TaskDelegate) -> ResponseDisposition {
+        let expected = recorded.expected
         // Before any chunk: the head, and the copy for the cache when the response may be stored.
-        self.recordHead(response, copy: storing.flatMap { delegate.cacheCopy(of: response, expected: expected, storing: $0) })
-        if let task { delegate.didReceive(response, task: task) }
-        delegate.deliver(deliveries)
+        self.recordHead(response, copy: recorded.storing.flatMap { delegate.cacheCopy(of: response, expected: expected, storing: $0) })
+        if let task = recorded.task { delegate.didReceive(response, task: task) }
+        delegate.deliver(recorded.deliveries)
         var disposition = ResponseDisposition.allow
-        if let hook = delegate.hook({ $0.dataTaskDidReceiveResponse }), let task, let manager = delegate.manager {
+        if let hook = delegate.hook({ $0.dataTaskDidReceiveResponse }), let task = recorded.task, let manager = delegate.manager {
             disposition = hook(manager, task, response)
         }
         if disposition == .allow {
