@@ -16,7 +16,9 @@ import X509
 ///
 /// The SSL policy adds, on the leaf: it names ``serverName`` (``HostnameMatcher``: subject
 /// alternative names only, RFC 6125 wildcards), and an extended key usage, when present,
-/// allows server authentication.
+/// allows server authentication; and on every intermediate certificate (not the anchor): an
+/// extended key usage, when present, allows server authentication or any purpose
+/// (``intermediateUsageProblem(in:)``).
 struct SecTrustPolicy: VerifierPolicy, Sendable {
     /// The host the SSL policy checks the leaf's names against; nil for basic X.509.
     let serverName: String?
@@ -55,6 +57,9 @@ struct SecTrustPolicy: VerifierPolicy, Sendable {
         }
         if let serverName = self.serverName {
             if let problem = Self.serverProblem(chain.leaf, serverName: serverName) {
+                return .failsToMeetPolicy(reason: problem)
+            }
+            if let problem = Self.intermediateUsageProblem(in: certificates) {
                 return .failsToMeetPolicy(reason: problem)
             }
         }
@@ -128,10 +133,26 @@ struct SecTrustPolicy: VerifierPolicy, Sendable {
         return nil
     }
 
-    /// Whether the leaf's extended key usage, if it has one, allows server authentication.
-    static func allowsServerAuthentication(_ leaf: X509.Certificate) -> Bool {
+    /// Why the SSL policy refuses an intermediate certificate of `chain` (leaf first, anchor
+    /// last), or nil: its extended key usage, when it has one, allows neither server
+    /// authentication nor any purpose, so it may not issue for a server. `SecTrust`'s SSL policy
+    /// checks the certificates between the leaf and the anchor so (`SecPolicyCheckServerAuthEKU`,
+    /// for chains to the system's roots), and Go checks every certificate of the chain; OpenSSL
+    /// refuses such an intermediate too (and one for any purpose only). The anchor's is not
+    /// looked at, as `SecTrust` does not look at it.
+    static func intermediateUsageProblem(in chain: [X509.Certificate]) -> String? {
+        guard chain.count > 2 else { return nil }
+        for index in 1..<(chain.count - 1) where !Self.allowsServerAuthentication(chain[index]) {
+            return "\(chain[index].subject) is not for server authentication (its extended key usage), so it cannot issue \(chain[index - 1].subject)"
+        }
+        return nil
+    }
+
+    /// Whether a certificate's extended key usage, if it has one, allows server authentication
+    /// (`serverAuth`, or `anyExtendedKeyUsage`). One that does not parse does not.
+    static func allowsServerAuthentication(_ certificate: X509.Certificate) -> Bool {
         do {
-            guard let usages = try leaf.extensions.extendedKeyUsage else { return true }
+            guard let usages = try certificate.extensions.extendedKeyUsage else { return true }
             return usages.contains(.serverAuth) || usages.contains(.any)
         } catch {
             return false

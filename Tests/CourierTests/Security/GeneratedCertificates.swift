@@ -12,7 +12,9 @@ import Foundation
 /// a leaf for `localhost`: an authority whose key usage lacks `keyCertSign`, the `localhost` leaf
 /// itself (not an authority), and an authority under the path-length-0 intermediate; a leaf with
 /// an unknown critical extension under the intermediate; the `localhost` leaf's key again, in a
-/// certificate the intermediate issued (a re-issued certificate). EC P-256 keys.
+/// certificate the intermediate issued (a re-issued certificate); intermediates with an extended
+/// key usage, each with a leaf for `localhost`: for clients only, for servers, for any purpose.
+/// EC P-256 keys.
 struct GeneratedCertificates: Sendable {
     let secondCA: String
     let localhostLeaf: String, localhostKey: String
@@ -37,6 +39,9 @@ struct GeneratedCertificates: Sendable {
     let leafIssuedByLeaf: String
     let pathLengthIntermediate: String, pathLengthLeaf: String
     let unknownCriticalLeaf: String
+    let clientOnlyIntermediate: String, clientOnlyIntermediateLeaf: String
+    let serverAuthIntermediate: String, serverAuthIntermediateLeaf: String
+    let anyPurposeIntermediate: String, anyPurposeIntermediateLeaf: String
 
     /// Made once per test process. Async tests call ``prepared()`` first, so that the openssl
     /// script runs (and other first users wait) off the concurrency pool.
@@ -116,6 +121,17 @@ struct GeneratedCertificates: Sendable {
         leaf subleaf "/CN=localhost" "DNS:localhost,IP:127.0.0.1" && signed subleaf subinter 30
         leaf critical "/CN=localhost" "DNS:localhost,IP:127.0.0.1"
         printf '1.3.6.1.4.1.55555.1=critical,ASN1:NULL\n' >> critical.ext && signed critical inter 31
+        # Intermediates with an extended key usage, each with a leaf for localhost: for clients
+        # only, for servers, for any purpose.
+        eku() { # name common-name usage serial leaf-serial
+          authority "$1" "$2"
+          printf 'extendedKeyUsage=%s\n' "$3" >> "$1.ext"
+          openssl x509 -req -in "$1.csr" -CA ca.pem -CAkey ca.key -set_serial "$4" -days 3650 -sha256 -extfile "$1.ext" -out "$1.pem"
+          leaf "$1leaf" "/CN=localhost" "DNS:localhost,IP:127.0.0.1" && signed "$1leaf" "$1" "$5"
+        }
+        eku clientonly "Courier Client-Only Intermediate" clientAuth 14 33
+        eku serverauth "Courier Server-Authentication Intermediate" serverAuth 15 34
+        eku anypurpose "Courier Any-Purpose Intermediate" anyExtendedKeyUsage 16 35
         """#
 
     static func make() throws -> GeneratedCertificates {
@@ -149,7 +165,10 @@ struct GeneratedCertificates: Sendable {
             noCertSignIntermediate: try read("nosign.pem"), noCertSignLeaf: try read("nosignleaf.pem"),
             leafIssuedByLeaf: try read("underleaf.pem"),
             pathLengthIntermediate: try read("subinter.pem"), pathLengthLeaf: try read("subleaf.pem"),
-            unknownCriticalLeaf: try read("critical.pem")
+            unknownCriticalLeaf: try read("critical.pem"),
+            clientOnlyIntermediate: try read("clientonly.pem"), clientOnlyIntermediateLeaf: try read("clientonlyleaf.pem"),
+            serverAuthIntermediate: try read("serverauth.pem"), serverAuthIntermediateLeaf: try read("serverauthleaf.pem"),
+            anyPurposeIntermediate: try read("anypurpose.pem"), anyPurposeIntermediateLeaf: try read("anypurposeleaf.pem")
         )
     }
 }

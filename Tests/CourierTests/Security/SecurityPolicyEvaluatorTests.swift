@@ -424,6 +424,33 @@ VaecIFN9XliXa9/lnWK4qA==
         #expect(basic == nil, "\(basic.map(String.init(describing:)) ?? "trusted")")
     }
 
+    /// The SSL policy refuses an intermediate whose extended key usage allows neither server
+    /// authentication nor any purpose (for clients only), in words, as `SecTrust`'s SSL policy and
+    /// Go do; one for servers or for any purpose issues. Basic X.509 does not look at it, as
+    /// it does not at the leaf's. Before, only the leaf's extended key usage was checked, and
+    /// the chain through the intermediate for clients was trusted.
+    @Test func anIntermediateNotForServerAuthenticationIsRefusedUnderTheSSLPolicy() async throws {
+        let generated = try await GeneratedCertificates.prepared()
+        let secondCA = TrustStore(try Courier.Certificate.certificates(pemEncoded: generated.secondCA))
+        let clientOnly = [generated.clientOnlyIntermediateLeaf, generated.clientOnlyIntermediate]
+        let ssl = Self.failure(try await Self.evaluate(try Self.policy(), clientOnly, trustStore: secondCA))
+        #expect(ssl?.reason == .untrustedRoot, "\(ssl.map(String.init(describing:)) ?? "trusted")")
+        let says = "CN=Courier Client-Only Intermediate is not for server authentication (its extended key usage), so it cannot issue CN=localhost"
+        #expect(ssl?.detail == says, "\(ssl?.detail ?? "trusted")")
+        let issuing = [
+            [generated.serverAuthIntermediateLeaf, generated.serverAuthIntermediate],
+            [generated.anyPurposeIntermediateLeaf, generated.anyPurposeIntermediate],
+        ]
+        for chain in issuing {
+            let failure = Self.failure(try await Self.evaluate(try Self.policy(), chain, trustStore: secondCA))
+            #expect(failure == nil, "\(failure.map(String.init(describing:)) ?? "trusted")")
+        }
+        for chain in [clientOnly] + issuing {
+            let basic = Self.failure(try await Self.evaluate(try Self.policy(validatesDomain: false), chain, trustStore: secondCA))
+            #expect(basic == nil, "domain not validated: \(basic.map(String.init(describing:)) ?? "trusted")")
+        }
+    }
+
     @Test func theEvaluationNeverSuspends() throws {
         // TLSHandshakeHandler starts it immediately on the event loop and relies on it ending there.
         let evaluator = SecurityPolicyEvaluator(policy: .default, trustStore: try Self.systemStandIn())
