@@ -491,31 +491,40 @@ extension TaskDelegate {
         // What the response needs of the hop, in one transaction; not a copy of the whole hop
         // state, which would retain each of its requests, URLs and strings.
         // A tuple, not an optional one: returned as it is, its request is not copied (a retain).
-        let (source, handlesCookies, request, revalidating, requestDate, handled, declined, recorded) = self.state.withLockedValue { state in
+        // The head is made here and moved on, never bound again: each copy of a recorded head
+        // retains its task and its deliveries.
+        let (source, handlesCookies, request, revalidating, requestDate, handled, head) = self.state.withLockedValue { state in
             if state.hop.source != .cache { state.hop.responseDate = now }
             defer { state.hop.handledDeclinedRedirect = false }
-            // A head that reached the loop after the caller's `cancel()` (whose cancel is on
-            // its way to the exchange) is refused like a declined redirect's: the task ends
-            // cancelled without a response, no monitor, hook or cookie store hears of it.
-            let declined = state.hop.afterExchange != nil || state.machine.isCancelling
             let revalidating = status == 304 ? state.hop.revalidating : nil
-            // A 304 answering a revalidation is recorded as the stored response it confirms,
-            // once the cache has updated it (below).
-            let recorded = declined || revalidating != nil
-                ? nil : self.sink.recordHeadUnderLock(response, status: status, url: url, holding: holding, in: &state, delegate: self)
+            let head: ArrivedHead
+            if state.hop.afterExchange != nil || state.machine.isCancelling {
+                // A head that reached the loop after the caller's `cancel()` (whose cancel is on
+                // its way to the exchange) is refused like a declined redirect's: the task ends
+                // cancelled without a response, no monitor, hook or cookie store hears of it.
+                head = .declined
+            } else if revalidating != nil {
+                // A 304 answering a revalidation is recorded as the stored response it confirms,
+                // once the cache has updated it (below).
+                head = .unrecorded
+            } else if let recorded = self.sink.recordHeadUnderLock(response, status: status, url: url, holding: holding, in: &state, delegate: self) {
+                head = .recorded(recorded)
+            } else {
+                head = .unrecorded
+            }
             return (
                 state.hop.source, state.hop.handlesCookies, state.hop.sentRequest ?? state.currentRequest, revalidating,
-                state.hop.requestDate, state.hop.handledDeclinedRedirect, declined, recorded
+                state.hop.requestDate, state.hop.handledDeclinedRedirect, head
             )
         }
-        if declined { return .declined }
+        if case .declined = head { return head }
         // The cache's own answer: nothing came from a server.
         if source == .cache {
             self.emit { $0.task($1, didAnswerFromCache: response, source: .cache) }
-            return recorded.map(ArrivedHead.recorded) ?? .unrecorded
+            return head
         }
         if !handled { self.responseArrived(response, to: request, handlesCookies: handlesCookies) }
-        guard let stored = revalidating, let cache, let now else { return recorded.map(ArrivedHead.recorded) ?? .unrecorded }
+        guard let stored = revalidating, let cache, let now else { return head }
         let updated = CachePlanner.updated(stored, with: response, requestDate: requestDate ?? now, responseDate: now)
         // A 304 that makes the response one the cache may not keep (`no-store`): answered with
         // this once, and forgotten (updated in place, it lost its `no-cache` and could be served

@@ -116,6 +116,9 @@ final class TaskDelegate: ExchangeDelegate, Sendable {
     /// The hooks the task was made with, until its task-did-complete hook is taken; nil when it
     /// was made with none. Read with ``hook(_:)``.
     let hookTable: TaskHooks?
+    /// Whether anything outside the task hears of its events as they come: event monitors, or
+    /// the session's hooks (a task made while none was set has no hook table).
+    var isWatched: Bool { self.interception.monitors != nil || self.hookTable != nil }
     /// The task's state, behind a lock kept inline in the delegate (one allocation fewer per task
     /// than a separate box, and the state is moved in instead of copied).
     let state: Mutex<TaskState>

@@ -87,6 +87,8 @@ enum SucceededEnd {
 
 /// What a sink recorded of a final response head under the task's lock, for its part after it.
 struct RecordedHead {
+    /// The task, when a monitor or a hook is to hear of the head (``TaskDelegate/isWatched``);
+    /// nil otherwise, and then not copied out of the state (a retain).
     var task: SessionTask?
     /// The progress snapshots owed to `progressUpdates(for:)` consumers.
     var deliveries: [ProgressDelivery]
@@ -157,14 +159,15 @@ struct MemoryBodySink: BodySink {
         {
             state.body = ByteBufferAllocator().buffer(capacity: Int(expected))
         }
-        return RecordedHead(task: state.task, deliveries: deliveries, expected: expected, storing: nil)
+        return RecordedHead(task: delegate.isWatched ? state.task : nil, deliveries: deliveries, expected: expected, storing: nil)
     }
 
     /// Progress owed, then the monitors and the response hook (which may cancel the body).
     func headRecorded(_ recorded: RecordedHead, response: HTTPResponse, status: Int, holding: Bool, delegate: TaskDelegate) -> ResponseDisposition {
+        let task = recorded.task
         delegate.deliver(recorded.deliveries)
-        if let task = recorded.task { delegate.didReceive(response, task: task) }
-        if let hook = delegate.hook({ $0.dataTaskDidReceiveResponse }), let task = recorded.task, let manager = delegate.manager {
+        if let task { delegate.didReceive(response, task: task) }
+        if let hook = delegate.hook({ $0.dataTaskDidReceiveResponse }), let task, let manager = delegate.manager {
             return hook(manager, task, response)
         }
         return .allow
@@ -200,7 +203,8 @@ struct MemoryBodySink: BodySink {
             }
             // An attempt that may be retried reports its body when it turns out to be the last.
             guard let deliveries else { return .held }
-            return .report(ProgressReport(state.progress.downloadObject, state.progress.downloadHandler), state.task, deliveries)
+            // The task only for a monitor or a hook (a copy is a retain a chunk).
+            return .report(ProgressReport(state.progress.downloadObject, state.progress.downloadHandler), delegate.isWatched ? state.task : nil, deliveries)
         }
         switch next {
         case .cancel(let exchange, let failure):

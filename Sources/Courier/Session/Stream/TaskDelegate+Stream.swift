@@ -38,7 +38,7 @@ extension ResponseStreamSink: BodySink {
         state.metrics?.responseBegan()
         let expected = response.expectedBodyLength(status: status, answeringHEAD: state.currentRequest.method == .head)
         let deliveries = state.recordResponse(response, status: status, url: url, expected: expected, holding: holding)
-        return RecordedHead(task: state.task, deliveries: deliveries, expected: expected, storing: state.hop.storing(currentRequest: state.currentRequest))
+        return RecordedHead(task: delegate.isWatched ? state.task : nil, deliveries: deliveries, expected: expected, storing: state.hop.storing(currentRequest: state.currentRequest))
     }
 
     /// The head's part after the lock: the sink keeps it (with the cache's copy, when the response
@@ -46,12 +46,13 @@ extension ResponseStreamSink: BodySink {
     /// held back, or the body gathered first).
     func headRecorded(_ recorded: RecordedHead, response: HTTPResponse, status: Int, holding: Bool, delegate: TaskDelegate) -> ResponseDisposition {
         let expected = recorded.expected
+        let task = recorded.task
         // Before any chunk: the head, and the copy for the cache when the response may be stored.
         self.recordHead(response, copy: recorded.storing.flatMap { delegate.cacheCopy(of: response, expected: expected, storing: $0) })
-        if let task = recorded.task { delegate.didReceive(response, task: task) }
+        if let task { delegate.didReceive(response, task: task) }
         delegate.deliver(recorded.deliveries)
         var disposition = ResponseDisposition.allow
-        if let hook = delegate.hook({ $0.dataTaskDidReceiveResponse }), let task = recorded.task, let manager = delegate.manager {
+        if let hook = delegate.hook({ $0.dataTaskDidReceiveResponse }), let task, let manager = delegate.manager {
             disposition = hook(manager, task, response)
         }
         if disposition == .allow {
@@ -93,7 +94,8 @@ extension ResponseStreamSink: BodySink {
         let bytes = Int64(chunk.readableBytes)
         let (report, task, deliveries) = delegate.state.withLockedValue { state -> (ProgressReport?, SessionTask?, [ProgressDelivery]) in
             let deliveries = counted ? [] : state.recordReceived(bytes)
-            return (ProgressReport(state.progress.downloadObject, state.progress.downloadHandler), state.task, deliveries)
+            // The task only for a monitor or a hook (a copy is a retain a chunk).
+            return (ProgressReport(state.progress.downloadObject, state.progress.downloadHandler), delegate.isWatched ? state.task : nil, deliveries)
         }
         if !counted {
             report?.send()
