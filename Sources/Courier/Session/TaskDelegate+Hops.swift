@@ -566,15 +566,19 @@ extension TaskDelegate {
     /// ``ResponseCacher`` when it has one) allow it, and its whole body was kept
     /// (``BodySink/bodyToStore(gathered:)``).
     func storeInCache(_ outcome: borrowing TaskOutcome, servesStale: Bool) {
-        guard outcome.error == nil, let response = outcome.response, let cache = self.configurationReference.value.responseCache
-        else { return }
-        guard self.isWorthStoring(response, servesStale: servesStale) else {
+        guard outcome.error == nil, self.configurationReference.value.responseCache != nil else { return }
+        // Asked of the response where it is, not bound first: most responses are not worth
+        // storing, and a binding of the response and of the cache is a retain of each storage.
+        guard let worth = outcome.response.map({ self.isWorthStoring($0, servesStale: servesStale) }) else { return }
+        guard worth, let response = outcome.response, let cache = self.configurationReference.value.responseCache else {
             // Not stored, since nothing could serve it again; but a cache that stored it (OkHttp,
             // URLCache) would have replaced what the URL had, so that goes: a later request's
             // `returnCacheDataElseLoad` would have got the older one. (Free while the cache is empty.)
             // A 206 replaces nothing: no cache stores a part (``CachePlanner/isStorable(_:for:)``,
             // OkHttp), so the whole response stored for the URL stays.
-            if !cache.isEmpty, response.status.code != 206, CacheFreshness.heuristicallyCacheable.contains(response.status.code) {
+            if self.configurationReference.value.responseCache?.isEmpty == false, let cache = self.configurationReference.value.responseCache,
+                let status = outcome.response?.status.code, status != 206, CacheFreshness.heuristicallyCacheable.contains(status)
+            {
                 cache.removeCachedResponse(for: outcome.request)
             }
             return
