@@ -114,14 +114,16 @@ public struct HTTPResponseSerializer: ResponseSerializer {
     }
 
     public func validate(_ response: HTTPResponse?, data: Data?) throws(CourierError) {
-        guard let response else { return }
-        let contentTypeError = self.contentTypeError(response, data: data)
-        let code = response.status.code
+        // Read where it lies, not bound: a binding is a retain of each of the response's storages,
+        // on every response, and most pass.
+        guard response != nil else { return }
+        let contentTypeError = self.contentTypeError(response!, data: data)
+        let code = response!.status.code
         let acceptableCode = self.rules.statusCodes.map { $0.contains(code) } ?? (200..<300).contains(code)
         if !acceptableCode {
             throw CourierError(
                 .unacceptableStatusCode,
-                "unacceptable status code: \(response.status.code) \(response.status.reasonPhrase)",
+                "unacceptable status code: \(code) \(response!.status.reasonPhrase)",
                 response: response, data: data, underlyingError: contentTypeError)
         }
         if let contentTypeError { throw contentTypeError }

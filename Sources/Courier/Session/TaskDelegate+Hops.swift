@@ -566,11 +566,12 @@ extension TaskDelegate {
     /// ``ResponseCacher`` when it has one) allow it, and its whole body was kept
     /// (``BodySink/bodyToStore(gathered:)``).
     func storeInCache(_ outcome: borrowing TaskOutcome, servesStale: Bool) {
-        guard outcome.error == nil, self.configurationReference.value.responseCache != nil else { return }
-        // Asked of the response where it is, not bound first: most responses are not worth
+        guard outcome.error == nil, outcome.response != nil, self.configurationReference.value.responseCache != nil else { return }
+        // Asked of the response where it lies, not bound first: most responses are not worth
         // storing, and a binding of the response and of the cache is a retain of each storage.
-        guard let worth = outcome.response.map({ self.isWorthStoring($0, servesStale: servesStale) }) else { return }
-        guard worth, let response = outcome.response, let cache = self.configurationReference.value.responseCache else {
+        guard self.isWorthStoring(outcome.response!, servesStale: servesStale), let response = outcome.response,
+            let cache = self.configurationReference.value.responseCache
+        else {
             // Not stored, since nothing could serve it again; but a cache that stored it (OkHttp,
             // URLCache) would have replaced what the URL had, so that goes: a later request's
             // `returnCacheDataElseLoad` would have got the older one. (Free while the cache is empty.)
