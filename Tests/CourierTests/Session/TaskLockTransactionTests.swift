@@ -11,12 +11,14 @@ import Testing
 /// event fails here; one that takes one away changes the figures below, and ARCHITECTURE's.
 @Suite("The task's lock, once an event")
 struct TaskLockTransactionTests {
-    static func manager() -> SessionManager {
+    static func manager(_ response: StubResponse = StubResponse(headerFields: [.contentType: "text/plain"], body: Data("hello".utf8))) -> SessionManager {
         let engine = StubEngine()
-        engine.stub(.any(), StubResponse(headerFields: [.contentType: "text/plain"], body: Data("hello".utf8)))
+        engine.stub(.any(), response)
         var configuration = SessionConfiguration()
-        // Nothing of the stores' own locks is counted; they are the default, and left on.
-        configuration.postsTaskNotifications = true
+        // The cookie store and the cache (their own locks are not counted) stay on, as by default.
+        // The notifications go: an observer anywhere in the process (another suite's, running in
+        // parallel) may read the task as it resumes or ends, which takes its lock once more.
+        configuration.postsTaskNotifications = false
         return SessionManager(engine: engine, configuration: configuration)
     }
 
@@ -65,9 +67,7 @@ struct TaskLockTransactionTests {
     /// the end's transaction finds the status a failure and leaves the task to the check, which
     /// reads the manager and the failed attempt (two), and the end completes in a fourth.
     @Test func aFailedStatusTakesThreeMoreForTheRetryCheck() async throws {
-        let engine = StubEngine()
-        engine.stub(.any(), StubResponse(status: .notFound, body: Data("no".utf8)))
-        let manager = SessionManager(engine: engine)
+        let manager = Self.manager(StubResponse(status: .notFound, body: Data("no".utf8)))
         let outcome = await manager.run(
             DataTask.self, request: Request(url: URL(string: "http://example.com/c")!), uploadProgress: nil, downloadProgress: nil)
         manager.endDelivery()
