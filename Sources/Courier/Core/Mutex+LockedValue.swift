@@ -11,11 +11,6 @@ extension Mutex {
     borrowing func withLockedValue<Result: Sendable, Failure: Error>(
         _ body: (inout Value) throws(Failure) -> Result
     ) throws(Failure) -> Result {
-        try self.withLock { (value: inout sending Value) throws(Failure) -> sending Result in
-            #if DEBUG
-            TaskState.countTransaction(&value)
-            #endif
-            return try body(&value)
-        }
+        try self.withLock { (value: inout sending Value) throws(Failure) -> sending Result in try body(&value) }
     }
 }

@@ -1,14 +1,15 @@
 import Foundation
 import HTTPTypes
 import NIOCore
+import Synchronization
 
 /// Everything about one task that changes, guarded by its delegate's lock.
 struct TaskState {
     /// Where the task is in its life: the one authority on its phase, attempt and exchange.
     var machine = TaskMachine()
     #if DEBUG
-    /// Debug builds only: the transactions taken on the task's lock so far
-    /// (``TaskState/countTransaction(_:)``), for the tests that pin how many an event takes.
+    /// Debug builds only: the transactions taken on the task's lock so far (counted by the task
+    /// state's own `Mutex.withLockedValue`), for the tests that pin how many an event takes.
     var lockTransactions = 0
     #endif
     /// Counts the calls that applied a pause-or-read wish to the exchange
@@ -239,14 +240,17 @@ struct TaskTracing {
 }
 
 #if DEBUG
-extension TaskState {
-    /// Debug builds only: counts a transaction on a task's lock, inside it. Called for every
-    /// `Mutex` transaction; a value that is not a task's state is left alone.
+extension Mutex where Value == TaskState {
+    /// Debug builds only: a task's state counts the transactions taken on its lock
+    /// (``TaskState/lockTransactions``). Chosen over the general `withLockedValue` wherever the
+    /// state is a task's, so that no other lock pays for it.
     @inline(__always)
-    static func countTransaction<Value: ~Copyable>(_ value: inout Value) {
-        guard Value.self == TaskState.self else { return }
-        withUnsafeMutablePointer(to: &value) { pointer in
-            UnsafeMutableRawPointer(pointer).assumingMemoryBound(to: TaskState.self).pointee.lockTransactions += 1
+    borrowing func withLockedValue<Result: Sendable, Failure: Error>(
+        _ body: (inout TaskState) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        try self.withLock { (value: inout sending TaskState) throws(Failure) -> sending Result in
+            value.lockTransactions += 1
+            return try body(&value)
         }
     }
 }
